@@ -1,0 +1,126 @@
+// Ops.h - one record per ComputeBackend operation that works on buffers (OpCall).
+//
+// Every backend speaks in OpCalls: the reference backend executes them at once, the lazy backend
+// appends them to a Trace, the plan interpreter replays them. Validation (SEMANTICS.md's error
+// table), the byte ranges an op reads and writes, its printed form and its scalar execution are
+// defined here once, so that every backend rejects exactly the same calls with the same messages.
+#ifndef SINTER_SUPPORT_OPS_H
+#define SINTER_SUPPORT_OPS_H
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "sinter/ComputeBackend.h"
+
+namespace sinter {
+
+/// The graph operations (the ComputeBackend calls that read or write buffer contents, apart from
+/// host transfers). Keep in step with kOpInfos in Ops.cpp (a static_assert checks the count).
+enum class OpKind : uint8_t {
+  Matmul,
+  Softmax,
+  RmsNorm,
+  Rope,
+  Silu,
+  ElementMul,
+  Add,
+  CopyBuffer,
+  CopyBufferOffset,
+  AttnScore,
+  AttnValue,
+  QuantizedMatmul,
+};
+inline constexpr int kNumOpKinds = 12;
+
+/// One recorded call. The meaning of each slot is given by opInfo(kind): buffers and integers in
+/// the order of the ComputeBackend method's parameters.
+struct OpCall {
+  OpKind kind = OpKind::Matmul;
+  std::array<BufferHandle, 3> buffers{};
+  std::array<uint64_t, 5> ints{};
+  float scalar = 0.0f; ///< rms_norm eps, rope freq_base
+  DType dtype = DType::F32;
+
+  friend bool operator==(const OpCall &a, const OpCall &b);
+};
+
+/// Names and arity of an op kind.
+struct OpInfo {
+  OpKind kind;
+  const char *name; ///< SEMANTICS.md's spelling, e.g. "rms_norm"
+  uint8_t numBuffers;
+  std::array<const char *, 3> bufferNames;
+  uint8_t numInts;
+  std::array<const char *, 5> intNames;
+  const char *scalarName; ///< nullptr when the op has no float argument
+  bool hasDType;
+};
+
+/// The names and arity of `kind`.
+const OpInfo &opInfo(OpKind kind);
+
+/// One byte range an op touches in one of its buffers.
+struct BufferAccess {
+  uint8_t bufferIndex; ///< index into OpCall::buffers
+  uint64_t offset;     ///< bytes
+  uint64_t size;       ///< bytes (0: nothing is touched)
+  bool read;
+  bool write;
+};
+using AccessList = absl::InlinedVector<BufferAccess, 4>;
+
+/// The byte ranges `op` reads and writes. InvalidArgument / Unimplemented for arguments that are
+/// wrong whatever the buffers hold (odd head_dim, n_cols not a whole number of blocks, an
+/// unsupported dtype, overlapping input and output where SEMANTICS.md does not allow it...).
+absl::StatusOr<AccessList> opAccesses(const OpCall &op);
+
+/// Size in bytes of a live buffer; NotFound (with the op and argument named) when unknown.
+using BufferSizeFn = absl::FunctionRef<absl::StatusOr<uint64_t>(BufferHandle)>;
+
+/// Checks `op` completely: its arguments (opAccesses), that every buffer exists (NotFound) and
+/// that every access lies inside its buffer (OutOfRange). Messages name the op, the argument and
+/// the numbers, e.g. "rms_norm: weight buffer 7 holds 256 bytes, needs 8192".
+absl::Status validateOp(const OpCall &op, BufferSizeFn sizeOf);
+
+/// Checks a host transfer: `what` is "copy_to_device" or "copy_from_device".
+absl::Status validateHostTransfer(const char *what, BufferHandle handle, uint64_t bytes,
+                                  BufferSizeFn sizeOf);
+
+/// Printed form for logs and errors: "rms_norm(in=%3, weight=%4, out=%5, size=64, eps=1e-05)".
+std::string describeOp(const OpCall &op);
+
+/// Base address of a live buffer's bytes.
+using BufferDataFn = absl::FunctionRef<uint8_t *(BufferHandle)>;
+
+/// Executes a validated op with the reference kernels (scalar, double accumulation).
+void executeReference(const OpCall &op, BufferDataFn data);
+
+namespace ops {
+/// Builders, one per operation, arguments in the ComputeBackend method's order.
+OpCall matmul(BufferHandle a, BufferHandle b, BufferHandle out, uint32_t m, uint32_t n, uint32_t k);
+OpCall softmax(BufferHandle in, BufferHandle out, uint32_t size);
+OpCall rmsNorm(BufferHandle in, BufferHandle weight, BufferHandle out, uint32_t size, float eps);
+OpCall rope(BufferHandle q, BufferHandle k, uint32_t pos, uint32_t headDim, float freqBase,
+            uint32_t nHeadsQ, uint32_t nHeadsK);
+OpCall silu(BufferHandle in, BufferHandle out, uint32_t size);
+OpCall elementMul(BufferHandle a, BufferHandle b, BufferHandle out, uint32_t size);
+OpCall add(BufferHandle a, BufferHandle b, BufferHandle out, uint32_t size);
+OpCall copyBuffer(BufferHandle src, BufferHandle dst, uint64_t sizeBytes);
+OpCall copyBufferOffset(BufferHandle src, BufferHandle dst, uint64_t srcOffset, uint64_t dstOffset,
+                        uint64_t sizeBytes);
+OpCall attnScore(BufferHandle q, BufferHandle kCache, BufferHandle scores, uint32_t headDim,
+                 uint32_t seqLen, uint32_t headOffset, uint32_t kvOffset, uint32_t kvStride);
+OpCall attnValue(BufferHandle weights, BufferHandle vCache, BufferHandle out, uint32_t headDim,
+                 uint32_t seqLen, uint32_t kvOffset, uint32_t kvStride, uint32_t outOffset);
+OpCall quantizedMatmul(BufferHandle weights, BufferHandle x, BufferHandle out, uint32_t nRows,
+                       uint32_t nCols, DType dtype);
+} // namespace ops
+
+} // namespace sinter
+
+#endif // SINTER_SUPPORT_OPS_H

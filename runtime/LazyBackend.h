@@ -1,0 +1,99 @@
+// LazyBackend.h - the ComputeBackend that records calls and runs them as compiled Plans.
+//
+// Each graph call is validated exactly as the reference backend validates it, then appended to
+// the pending Trace; nothing runs until a flush point: synchronize, copy_from_device (which
+// flushes everything recorded, not only what the read depends on: one flush per token is the
+// point), or the trace-size limit. A flush looks the trace up in the PlanCache (compiling on a
+// miss) and runs the Plan over host memory. Failures of deferred work are reported by the next
+// synchronize or copy_from_device.
+#ifndef SINTER_RUNTIME_LAZYBACKEND_H
+#define SINTER_RUNTIME_LAZYBACKEND_H
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "runtime/Plan.h"
+#include "runtime/PlanCache.h"
+#include "support/HostBuffers.h"
+#include "support/OpCallBackend.h"
+
+namespace sinter::runtime {
+
+/// Counters of one backend, for SINTER_STATS and tests.
+struct LazyStats {
+  uint64_t callsRecorded = 0;
+  uint64_t flushes = 0;
+  uint64_t kernelsLaunched = 0;
+  uint64_t sizeLimitFlushes = 0;
+  uint64_t deferredFrees = 0;
+  PlanCacheStats cache;
+};
+
+struct LazyBackendOptions {
+  /// Makes the Plans; the plan interpreter when null.
+  std::unique_ptr<PlanCompiler> compiler;
+  /// name() of the backend.
+  std::string name = "sinter-lazy";
+  /// A trace this long is flushed on the next call (SINTER_MAX_TRACE overrides).
+  size_t maxTraceEntries = 1 << 16;
+  size_t planCacheCapacity = 64;
+  /// 0: the host's physical memory.
+  uint64_t memoryLimitBytes = 0;
+  /// Print one line per flush to stderr (also set by SINTER_STATS=1).
+  bool printStats = false;
+};
+
+class LazyBackend final : public OpCallBackend {
+public:
+  explicit LazyBackend(LazyBackendOptions options = {});
+  ~LazyBackend() override;
+
+  std::string name() const override;
+  DeviceInfo deviceInfo() const override;
+  absl::StatusOr<BufferHandle> allocate(uint64_t sizeBytes) override;
+  /// Releases the handle at once (later uses are NotFound); the bytes live until recorded work
+  /// that reads them has run.
+  absl::Status free(BufferHandle handle) override;
+  absl::Status copyToDevice(absl::Span<const uint8_t> data, BufferHandle handle) override;
+  /// Flushes everything recorded, then reads.
+  absl::Status copyFromDevice(BufferHandle handle, absl::Span<uint8_t> data) override;
+  absl::Status synchronize() override;
+  absl::Status submit(const OpCall &op) override;
+
+  /// Counters so far.
+  LazyStats stats() const;
+  /// Entries recorded and not yet flushed.
+  size_t pendingEntries() const;
+  /// describe() of the Plan the last flush ran ("" before the first flush).
+  std::string lastPlanDescription() const;
+
+private:
+  absl::Status flushLocked(const char *why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  uint32_t slotFor(BufferHandle handle) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<uint64_t> liveSize(BufferHandle handle) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  void releasePendingFrees() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  mutable absl::Mutex mu_;
+  LazyBackendOptions options_;
+  std::unique_ptr<PlanCompiler> compiler_;
+  HostBuffers memory_ ABSL_GUARDED_BY(mu_);
+  /// Handles freed by the caller whose bytes pending work still reads.
+  absl::flat_hash_map<uint64_t, bool> zombies_ ABSL_GUARDED_BY(mu_);
+  std::vector<BufferHandle> pendingFrees_ ABSL_GUARDED_BY(mu_);
+  PlanCache cache_ ABSL_GUARDED_BY(mu_);
+  Trace trace_ ABSL_GUARDED_BY(mu_);
+  std::vector<BufferHandle> slotHandles_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, uint32_t> slotOfHandle_ ABSL_GUARDED_BY(mu_);
+  absl::Status deferredError_ ABSL_GUARDED_BY(mu_);
+  LazyStats stats_ ABSL_GUARDED_BY(mu_);
+  std::string lastPlan_ ABSL_GUARDED_BY(mu_);
+};
+
+} // namespace sinter::runtime
+
+#endif // SINTER_RUNTIME_LAZYBACKEND_H

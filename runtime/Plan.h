@@ -1,0 +1,57 @@
+// Plan.h - what executes a recorded Trace: the Plan and the PlanCompiler that makes it.
+//
+// A Plan is compiled once per trace structure (and set of parameter slots) and replayed for every
+// later trace of that structure with that trace's buffer table and integer parameters. Compilers
+// are injected into the runtime (the plan interpreter here; the MLIR pipeline with codegen from
+// codegen/), so a cache hit in runtime/ never reaches MLIR.
+#ifndef SINTER_RUNTIME_PLAN_H
+#define SINTER_RUNTIME_PLAN_H
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "support/Trace.h"
+
+namespace sinter::runtime {
+
+/// What one replay of a Plan gets: the memory of each trace slot, the values of the Plan's
+/// parameters (in the order of the IntSlots it was compiled with) and the upload payloads.
+struct PlanArgs {
+  absl::Span<uint8_t *const> slotData;
+  absl::Span<const uint64_t> params;
+  absl::Span<const std::shared_ptr<const std::vector<uint8_t>>> payloads;
+  /// The caller's handle of each slot, so that errors name the buffers the caller knows.
+  absl::Span<const BufferHandle> slotHandles;
+};
+
+/// An executable form of one trace structure.
+class Plan {
+public:
+  virtual ~Plan();
+  /// Runs every kernel in order. On failure the error names the kernel and the trace ops it was
+  /// made of; kernels after the failing one do not run.
+  virtual absl::Status run(const PlanArgs &args) = 0;
+  /// Kernel launches per run (the figure SINTER_STATS prints and tests pin).
+  virtual size_t numKernels() const = 0;
+  /// One line per kernel: its name and member ops, for logs and sinter-dump.
+  virtual std::string describe() const = 0;
+};
+
+/// Turns a trace into a Plan. `params` lists the integers that change between traces of this
+/// structure: the Plan must read them from PlanArgs::params instead of the trace.
+class PlanCompiler {
+public:
+  virtual ~PlanCompiler();
+  /// Short name for logs ("interpreter", "cpu-jit", ...).
+  virtual std::string name() const = 0;
+  virtual absl::StatusOr<std::unique_ptr<Plan>> compile(const Trace &trace,
+                                                        const std::vector<IntSlot> &params) = 0;
+};
+
+} // namespace sinter::runtime
+
+#endif // SINTER_RUNTIME_PLAN_H

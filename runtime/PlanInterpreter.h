@@ -1,0 +1,32 @@
+// PlanInterpreter.h - the plan compiler that makes one reference-kernel launch per trace op.
+//
+// It is the `--fusion off` and debugging path and the oracle that fused plans are checked
+// against; it is never the shipped CPU path.
+#ifndef SINTER_RUNTIME_PLANINTERPRETER_H
+#define SINTER_RUNTIME_PLANINTERPRETER_H
+
+#include <functional>
+
+#include "runtime/Plan.h"
+
+namespace sinter::runtime {
+
+/// Test hook: called before each op runs; a non-ok status makes that op fail (fault injection).
+using OpFaultHook = std::function<absl::Status(const OpCall &op)>;
+
+/// Compiles traces into plans that run each op with executeReference.
+class InterpreterCompiler : public PlanCompiler {
+public:
+  explicit InterpreterCompiler(OpFaultHook faultHook = nullptr)
+      : faultHook_(std::move(faultHook)) {}
+  std::string name() const override { return "interpreter"; }
+  absl::StatusOr<std::unique_ptr<Plan>> compile(const Trace &trace,
+                                                const std::vector<IntSlot> &params) override;
+
+private:
+  OpFaultHook faultHook_;
+};
+
+} // namespace sinter::runtime
+
+#endif // SINTER_RUNTIME_PLANINTERPRETER_H

@@ -9,6 +9,11 @@ endif()
 message(STATUS "Using MLIR ${MLIR_VERSION} from ${MLIR_DIR}")
 list(APPEND CMAKE_MODULE_PATH "${MLIR_CMAKE_DIR}" "${LLVM_CMAKE_DIR}")
 include(TableGen)
+# MLIR's CMake config names mlir-tblgen without a path, and Debian does not put it on PATH.
+if(NOT IS_ABSOLUTE "${MLIR_TABLEGEN_EXE}")
+  find_program(SINTER_MLIR_TBLGEN mlir-tblgen HINTS "${LLVM_TOOLS_BINARY_DIR}" REQUIRED)
+  set(MLIR_TABLEGEN_EXE "${SINTER_MLIR_TBLGEN}")
+endif()
 include(AddLLVM)
 include(AddMLIR)
 

@@ -165,6 +165,8 @@ absl::Status LazyBackend::flushLocked(const char *why) {
   }
   auto start = std::chrono::steady_clock::now();
   size_t numEntries = trace_.entries.size();
+  if (options_.onFlush)
+    options_.onFlush(trace_, slotHandles_);
   absl::Status status;
   absl::StatusOr<PlanCache::Lookup> lookup = cache_.lookup(trace_);
   size_t kernels = 0;

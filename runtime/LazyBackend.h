@@ -10,6 +10,7 @@
 #define SINTER_RUNTIME_LAZYBACKEND_H
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,10 +18,10 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
-#include "runtime/Plan.h"
 #include "runtime/PlanCache.h"
 #include "support/HostBuffers.h"
 #include "support/OpCallBackend.h"
+#include "support/Plan.h"
 
 namespace sinter::runtime {
 
@@ -46,6 +47,9 @@ struct LazyBackendOptions {
   uint64_t memoryLimitBytes = 0;
   /// Print one line per flush to stderr (also set by SINTER_STATS=1).
   bool printStats = false;
+  /// Called at each flush, before the plan runs, with the trace and the caller's handle of each
+  /// slot (sinter-dump records workloads with it; benchmarks replay the calls).
+  std::function<void(const Trace &, absl::Span<const BufferHandle> slotHandles)> onFlush;
 };
 
 class LazyBackend final : public OpCallBackend {

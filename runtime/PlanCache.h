@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "runtime/Plan.h"
+#include "support/Plan.h"
 
 namespace sinter::runtime {
 

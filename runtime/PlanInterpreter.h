@@ -5,23 +5,21 @@
 #ifndef SINTER_RUNTIME_PLANINTERPRETER_H
 #define SINTER_RUNTIME_PLANINTERPRETER_H
 
-#include <functional>
-
-#include "runtime/Plan.h"
+#include "support/KernelProgram.h"
+#include "support/Plan.h"
 
 namespace sinter::runtime {
 
-/// Test hook: called before each op runs; a non-ok status makes that op fail (fault injection).
-using OpFaultHook = std::function<absl::Status(const OpCall &op)>;
-
-/// Compiles traces into plans that run each op with executeReference.
+/// Compiles traces into unfused programs run by the interpreter plan.
 class InterpreterCompiler : public PlanCompiler {
 public:
   explicit InterpreterCompiler(OpFaultHook faultHook = nullptr)
       : faultHook_(std::move(faultHook)) {}
   std::string name() const override { return "interpreter"; }
   absl::StatusOr<std::unique_ptr<Plan>> compile(const Trace &trace,
-                                                const std::vector<IntSlot> &params) override;
+                                                const std::vector<IntSlot> &params) override {
+    return makeInterpreterPlan(unfusedProgram(trace, params), faultHook_);
+  }
 
 private:
   OpFaultHook faultHook_;

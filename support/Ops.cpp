@@ -69,18 +69,29 @@ static_assert(sizeof(kOpInfos) / sizeof(kOpInfos[0]) == kNumOpKinds,
 
 constexpr uint64_t kF32 = 4;
 
+// Byte arithmetic saturates at UINT64_MAX instead of wrapping: a saturated range can never fit a
+// buffer, so an absurd argument is OutOfRange rather than an empty, accepted access.
+uint64_t satMul(uint64_t a, uint64_t b) {
+  uint64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+uint64_t satAdd(uint64_t a, uint64_t b) {
+  uint64_t r;
+  return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
 BufferAccess readF32(uint8_t buffer, uint64_t offsetElems, uint64_t countElems) {
-  return {buffer, offsetElems * kF32, countElems * kF32, true, false};
+  return {buffer, satMul(offsetElems, kF32), satMul(countElems, kF32), true, false};
 }
 BufferAccess writeF32(uint8_t buffer, uint64_t offsetElems, uint64_t countElems) {
-  return {buffer, offsetElems * kF32, countElems * kF32, false, true};
+  return {buffer, satMul(offsetElems, kF32), satMul(countElems, kF32), false, true};
 }
 
 // Elements [0, end) read from a strided cache: t*stride + offset + d for t < seqLen, d < headDim.
 uint64_t stridedEnd(uint64_t seqLen, uint64_t stride, uint64_t offset, uint64_t headDim) {
   if (seqLen == 0 || headDim == 0)
     return 0;
-  return (seqLen - 1) * stride + offset + headDim;
+  return satAdd(satAdd(satMul(seqLen - 1, stride), offset), headDim);
 }
 
 absl::Status invalid(const OpCall &op, const std::string &what) {
@@ -90,7 +101,7 @@ absl::Status invalid(const OpCall &op, const std::string &what) {
 bool overlaps(const BufferAccess &a, const BufferAccess &b, const OpCall &op) {
   if (op.buffers[a.bufferIndex] != op.buffers[b.bufferIndex] || a.size == 0 || b.size == 0)
     return false;
-  return a.offset < b.offset + b.size && b.offset < a.offset + a.size;
+  return a.offset < satAdd(b.offset, b.size) && b.offset < satAdd(a.offset, a.size);
 }
 
 // An output may not overlap an input unless the op is element-wise with equal ranges (the
@@ -137,7 +148,8 @@ absl::StatusOr<AccessList> opAccesses(const OpCall &op) {
   AccessList acc;
   switch (op.kind) {
   case OpKind::Matmul:
-    acc = {readF32(0, 0, v[0] * v[2]), readF32(1, 0, v[2] * v[1]), writeF32(2, 0, v[0] * v[1])};
+    acc = {readF32(0, 0, satMul(v[0], v[2])), readF32(1, 0, satMul(v[2], v[1])),
+           writeF32(2, 0, satMul(v[0], v[1]))};
     break;
   case OpKind::Softmax:
   case OpKind::Silu:
@@ -158,8 +170,8 @@ absl::StatusOr<AccessList> opAccesses(const OpCall &op) {
       return invalid(op, "head_dim must be positive (the angle divides by it)");
     if (headDim % 2 != 0)
       return invalid(op, absl::StrFormat("head_dim %d is odd; rope rotates pairs", headDim));
-    BufferAccess q = readF32(0, 0, v[2] * headDim);
-    BufferAccess k = readF32(1, 0, v[3] * headDim);
+    BufferAccess q = readF32(0, 0, satMul(v[2], headDim));
+    BufferAccess k = readF32(1, 0, satMul(v[3], headDim));
     q.write = k.write = true;
     acc = {q, k};
     if (overlaps(q, k, op))

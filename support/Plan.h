@@ -2,10 +2,10 @@
 //
 // A Plan is compiled once per trace structure (and set of parameter slots) and replayed for every
 // later trace of that structure with that trace's buffer table and integer parameters. Compilers
-// are injected into the runtime (the plan interpreter here; the MLIR pipeline with codegen from
-// codegen/), so a cache hit in runtime/ never reaches MLIR.
-#ifndef SINTER_RUNTIME_PLAN_H
-#define SINTER_RUNTIME_PLAN_H
+// are injected into the runtime (the plan interpreter in runtime/; the MLIR pipeline with codegen
+// from codegen/), so a cache hit in runtime/ never reaches MLIR.
+#ifndef SINTER_SUPPORT_PLAN_H
+#define SINTER_SUPPORT_PLAN_H
 
 #include <cstdint>
 #include <memory>
@@ -16,7 +16,7 @@
 #include "absl/types/span.h"
 #include "support/Trace.h"
 
-namespace sinter::runtime {
+namespace sinter {
 
 /// What one replay of a Plan gets: the memory of each trace slot, the values of the Plan's
 /// parameters (in the order of the IntSlots it was compiled with) and the upload payloads.
@@ -52,6 +52,6 @@ public:
                                                         const std::vector<IntSlot> &params) = 0;
 };
 
-} // namespace sinter::runtime
+} // namespace sinter
 
-#endif // SINTER_RUNTIME_PLAN_H
+#endif // SINTER_SUPPORT_PLAN_H

@@ -1,0 +1,172 @@
+// FactoryTest.cpp - createBackend's kinds and the SINTER_BACKEND / SINTER_DISABLE_FUSION variables.
+//
+// A kind that is not built must be an error naming it (never a silent substitute), an unknown
+// kind or fusion name an error listing the valid ones. The environment tests set and restore the
+// variables themselves.
+#include <cstdlib>
+#include <string>
+
+#include "sinter/Factory.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace sinter {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// Sets a variable for the scope of one test and restores the old value.
+class ScopedEnv {
+public:
+  ScopedEnv(const char *name, const char *value) : name_(name) {
+    const char *old = std::getenv(name);
+    hadOld_ = old != nullptr;
+    if (old)
+      old_ = old;
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (hadOld_)
+      setenv(name_, old_.c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+
+private:
+  const char *name_;
+  bool hadOld_ = false;
+  std::string old_;
+};
+
+TEST(FactoryTest, ReferenceKindBuildsTheReferenceBackend) {
+  BackendOptions options;
+  options.kind = "reference";
+  options.memoryLimitBytes = 1 << 20;
+  absl::StatusOr<std::unique_ptr<ComputeBackend>> backend = createBackend(options);
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  EXPECT_EQ((*backend)->name(), "reference");
+  EXPECT_EQ((*backend)->deviceInfo().memoryBytes, uint64_t(1) << 20);
+  EXPECT_EQ(createBackend(BackendOptions{}).value()->name(), "reference") << "the default kind";
+}
+
+TEST(FactoryTest, KindsNotBuiltYetAreUnimplemented) {
+  for (const char *kind : {"cpu", "vulkan"}) {
+    BackendOptions options;
+    options.kind = kind;
+    absl::StatusOr<std::unique_ptr<ComputeBackend>> backend = createBackend(options);
+    EXPECT_EQ(backend.status().code(), absl::StatusCode::kUnimplemented) << kind;
+    EXPECT_THAT(std::string(backend.status().message()),
+                HasSubstr("backend '" + std::string(kind) + "' is not built yet"));
+  }
+}
+
+TEST(FactoryTest, LazyKindRecordsOnThePlanInterpreter) {
+  for (bool fusion : {true, false}) {
+    BackendOptions options;
+    options.kind = "lazy";
+    options.fusion = fusion;
+    absl::StatusOr<std::unique_ptr<ComputeBackend>> backend = createBackend(options);
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    EXPECT_EQ((*backend)->name(), fusion ? "sinter-lazy" : "sinter-lazy-unfused");
+  }
+}
+
+TEST(FactoryTest, UnknownFusionNameInOptionsIsInvalidArgument) {
+  BackendOptions options;
+  options.kind = "lazy";
+  options.disabledFusions = {"swiglu", "swigloo"};
+  absl::StatusOr<std::unique_ptr<ComputeBackend>> backend = createBackend(options);
+  EXPECT_EQ(backend.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(backend.status().message()), HasSubstr("'swigloo'"));
+}
+
+TEST(FactoryTest, UnknownKindIsInvalidArgumentListingTheValidOnes) {
+  for (const char *kind : {"gpu", "", "Reference"}) {
+    BackendOptions options;
+    options.kind = kind;
+    absl::StatusOr<std::unique_ptr<ComputeBackend>> backend = createBackend(options);
+    EXPECT_EQ(backend.status().code(), absl::StatusCode::kInvalidArgument) << kind;
+    EXPECT_THAT(std::string(backend.status().message()),
+                AllOf(HasSubstr("'" + std::string(kind) + "'"), HasSubstr("reference"),
+                      HasSubstr("cpu"), HasSubstr("vulkan"), HasSubstr("lazy")));
+  }
+}
+
+TEST(FactoryTest, EnvironmentUnsetKeepsTheDefaults) {
+  ScopedEnv backend("SINTER_BACKEND", nullptr);
+  ScopedEnv fusion("SINTER_DISABLE_FUSION", nullptr);
+  BackendOptions defaults;
+  defaults.kind = "vulkan";
+  defaults.disabledFusions = {"attention"};
+  absl::StatusOr<BackendOptions> options = optionsFromEnvironment(defaults);
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->kind, "vulkan");
+  EXPECT_THAT(options->disabledFusions, ElementsAre("attention"));
+}
+
+TEST(FactoryTest, EmptyVariablesCountAsUnset) {
+  ScopedEnv backend("SINTER_BACKEND", "");
+  ScopedEnv fusion("SINTER_DISABLE_FUSION", "");
+  absl::StatusOr<BackendOptions> options = optionsFromEnvironment();
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->kind, "reference");
+  EXPECT_TRUE(options->disabledFusions.empty());
+}
+
+TEST(FactoryTest, SinterBackendPicksTheKind) {
+  ScopedEnv backend("SINTER_BACKEND", "cpu");
+  absl::StatusOr<BackendOptions> options = optionsFromEnvironment();
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->kind, "cpu");
+  EXPECT_EQ(createBackendFromEnvironment().status().code(), absl::StatusCode::kUnimplemented);
+  ScopedEnv reference("SINTER_BACKEND", "reference");
+  absl::StatusOr<std::unique_ptr<ComputeBackend>> built = createBackendFromEnvironment();
+  ASSERT_TRUE(built.ok()) << built.status();
+  EXPECT_EQ((*built)->name(), "reference");
+}
+
+TEST(FactoryTest, SinterBackendWithAnUnknownKindIsInvalidArgument) {
+  ScopedEnv backend("SINTER_BACKEND", "cuda");
+  absl::StatusOr<BackendOptions> options = optionsFromEnvironment();
+  EXPECT_EQ(options.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(options.status().message()),
+              AllOf(HasSubstr("SINTER_BACKEND"), HasSubstr("'cuda'"), HasSubstr("reference")));
+  EXPECT_EQ(createBackendFromEnvironment().status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(FactoryTest, DisableFusionAcceptsAllAndEveryPatternName) {
+  {
+    ScopedEnv fusion("SINTER_DISABLE_FUSION", "all");
+    absl::StatusOr<BackendOptions> options = optionsFromEnvironment();
+    ASSERT_TRUE(options.ok()) << options.status();
+    EXPECT_THAT(options->disabledFusions, ElementsAre("all"));
+  }
+  ScopedEnv fusion("SINTER_DISABLE_FUSION",
+                   "rmsnorm-qmatmul,horizontal, rope-epilogue ,kv-write,attention,swiglu,"
+                   "residual-add,elementwise,swiglu,");
+  BackendOptions defaults;
+  defaults.disabledFusions = {"horizontal"};
+  absl::StatusOr<BackendOptions> options = optionsFromEnvironment(defaults);
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_THAT(options->disabledFusions,
+              ElementsAre("horizontal", "rmsnorm-qmatmul", "rope-epilogue", "kv-write", "attention",
+                          "swiglu", "residual-add", "elementwise"))
+      << "names are trimmed, kept once, and added to the defaults";
+}
+
+TEST(FactoryTest, DisableFusionWithAnUnknownNameIsInvalidArgument) {
+  ScopedEnv fusion("SINTER_DISABLE_FUSION", "attention,rms-fuse");
+  absl::StatusOr<BackendOptions> options = optionsFromEnvironment();
+  EXPECT_EQ(options.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(options.status().message()),
+              AllOf(HasSubstr("SINTER_DISABLE_FUSION"), HasSubstr("'rms-fuse'"),
+                    HasSubstr("rmsnorm-qmatmul"), HasSubstr("elementwise"), HasSubstr("all")));
+}
+
+} // namespace
+} // namespace sinter

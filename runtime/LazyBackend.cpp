@@ -222,6 +222,11 @@ size_t LazyBackend::pendingEntries() const {
   return trace_.entries.size();
 }
 
+std::vector<IntSlot> LazyBackend::planParameters(const Trace &trace) const {
+  absl::MutexLock lock(&mu_);
+  return cache_.parametersFor(trace);
+}
+
 std::string LazyBackend::lastPlanDescription() const {
   absl::MutexLock lock(&mu_);
   return lastPlan_;

@@ -73,6 +73,9 @@ public:
   LazyStats stats() const;
   /// Entries recorded and not yet flushed.
   size_t pendingEntries() const;
+  /// The parameter slots the plan cache found for traces of `trace`'s structure (empty when
+  /// none is cached). Tools use it to print a recorded trace with its parameters.
+  std::vector<IntSlot> planParameters(const Trace &trace) const;
   /// describe() of the Plan the last flush ran ("" before the first flush).
   std::string lastPlanDescription() const;
 

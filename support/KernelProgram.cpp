@@ -43,7 +43,7 @@ public:
   absl::Status run(const PlanArgs &args) override {
     for (size_t k = 0; k < program_.kernels.size(); ++k) {
       const Kernel &kernel = program_.kernels[k];
-      for (const KernelOp &member : kernel.ops) {
+      for (const KernelMember &member : kernel.ops) {
         const TraceEntry &entry = member.entry;
         if (entry.kind == TraceEntry::Kind::Upload) {
           const std::vector<uint8_t> &bytes = *args.payloads[entry.payload];
@@ -82,14 +82,14 @@ std::string KernelProgram::describe() const {
     if (!kernel.patterns.empty())
       absl::StrAppend(&s, " [", absl::StrJoin(kernel.patterns, ", "), "]");
     absl::StrAppend(&s, ":");
-    for (const KernelOp &op : kernel.ops)
+    for (const KernelMember &op : kernel.ops)
       absl::StrAppend(&s, " ", describeEntry(op.entry), ";");
     absl::StrAppend(&s, "\n");
   }
   return s;
 }
 
-OpCall boundOp(const KernelOp &op, absl::Span<const uint64_t> params) {
+OpCall boundOp(const KernelMember &op, absl::Span<const uint64_t> params) {
   OpCall call = op.entry.op;
   for (int i = 0; i < 5; ++i)
     if (op.paramOf[i] >= 0)
@@ -107,7 +107,7 @@ KernelProgram unfusedProgram(const Trace &trace, const std::vector<IntSlot> &par
     Kernel kernel;
     kernel.hostCopy = entry.kind == TraceEntry::Kind::Upload;
     kernel.name = kernel.hostCopy ? "upload" : opInfo(entry.op.kind).name;
-    KernelOp op;
+    KernelMember op;
     op.entry = entry;
     op.traceEntry = i;
     // params are sorted by entry, so the parameters of entry i are the next ones.

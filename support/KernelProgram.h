@@ -21,7 +21,7 @@ namespace sinter {
 
 /// One member op of a kernel. `entry` is a Trace entry over slots (Trace::handleOfSlot); its
 /// integer i is Plan parameter paramOf[i] when that is >= 0, else the value in entry.op.ints.
-struct KernelOp {
+struct KernelMember {
   TraceEntry entry;
   std::array<int32_t, 5> paramOf{-1, -1, -1, -1, -1};
   /// Index of the trace entry this op came from (for messages).
@@ -33,7 +33,7 @@ struct Kernel {
   std::string name;
   /// Fusion patterns that formed the kernel (empty for a kernel of one op).
   std::vector<std::string> patterns;
-  std::vector<KernelOp> ops;
+  std::vector<KernelMember> ops;
   /// A host-side copy (copy_to_device payload), not a device kernel: not counted as a launch.
   bool hostCopy = false;
 };
@@ -53,7 +53,7 @@ struct KernelProgram {
 KernelProgram unfusedProgram(const Trace &trace, const std::vector<IntSlot> &params);
 
 /// `op` with its parameters substituted from `params`.
-OpCall boundOp(const KernelOp &op, absl::Span<const uint64_t> params);
+OpCall boundOp(const KernelMember &op, absl::Span<const uint64_t> params);
 
 /// Test hook: called before each member op runs; a non-ok status fails that op's kernel.
 using OpFaultHook = std::function<absl::Status(const OpCall &op)>;

@@ -4,6 +4,7 @@
 // with the sinter, func and arith dialects, and runs any registered pass on them; with
 // --mlir-print-ir-after-all it shows each step of a pipeline.
 #include "ir/Registration.h"
+#include "passes/Pipeline.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
@@ -11,8 +12,8 @@
 int main(int argc, char **argv) {
   // MLIR's generic passes (canonicalize, cse, symbol-dce, ...): cheap, and useful on sinter IR.
   mlir::registerTransformsPasses();
-  // Hook for the project's passes, once passes/ exists:
-  //   sinter::passes::registerSinterPasses();   // declared in passes/Passes.h
+  // Every sinter pass (--forward-copies, --fuse-attention, ...) and --sinter-pipeline.
+  sinter::passes::registerSinterPasses();
 
   mlir::DialectRegistry registry;
   sinter::ir::registerSinterDialect(registry);

@@ -1,0 +1,151 @@
+// FusionCompiler.cpp - one compilation: build the trace module, run the pipeline, extract.
+//
+// Only runs on plan-cache misses. With SINTER_DUMP=dir every compilation also writes its IR
+// before and after the pipeline, the kernel list and a Graphviz picture into `dir`.
+#include "passes/FusionCompiler.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "ir/Registration.h"
+#include "ir/SinterDialect.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Parser/Parser.h"
+#include "ir/TraceToModule.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "passes/ExtractProgram.h"
+#include "passes/Pipeline.h"
+#include "sinter/Status.h"
+#include "support/ProgramDot.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace sinter::passes {
+namespace {
+
+std::string printModule(mlir::ModuleOp module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module.print(os);
+  return text;
+}
+
+void writeFile(const std::string &path, const std::string &text) {
+  std::ofstream out(path);
+  out << text;
+  if (!out)
+    std::fprintf(stderr, "sinter: SINTER_DUMP could not write %s\n", path.c_str());
+}
+
+} // namespace
+
+absl::StatusOr<KernelProgram> compileProgram(mlir::MLIRContext &context, const Trace &trace,
+                                             const std::vector<IntSlot> &params,
+                                             const FusionOptions &options, CompileDump *dump,
+                                             bool dumpEachPass) {
+  SINTER_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module,
+                          ir::buildTraceModule(context, trace, params));
+  if (dump)
+    dump->before = printModule(*module);
+  std::string diagnostics;
+  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
+    llvm::raw_string_ostream os(diagnostics);
+    os << d.getLocation() << ": " << d << "\n";
+    return mlir::success();
+  });
+  mlir::PassManager pm(&context);
+  buildPipeline(pm, options);
+  if (dump && dumpEachPass) {
+    context.disableMultithreading();
+    pm.enableIRPrinting(
+        [](mlir::Pass *, mlir::Operation *) { return false; },
+        [](mlir::Pass *, mlir::Operation *) { return true; }, /*printModuleScope=*/true,
+        /*printAfterOnlyOnChange=*/false, /*printAfterOnlyOnFailure=*/false, llvm::errs());
+  }
+  if (mlir::failed(pm.run(*module)))
+    return absl::InternalError(absl::StrCat("the fusion pipeline failed: ", diagnostics));
+  if (dump)
+    dump->after = printModule(*module);
+  return extractProgram(*module, trace, params);
+}
+
+absl::StatusOr<KernelProgram> compileTraceOnce(const Trace &trace,
+                                               const std::vector<IntSlot> &params,
+                                               const FusionOptions &options, CompileDump *dump) {
+  std::unique_ptr<mlir::MLIRContext> context = ir::makeSinterContext();
+  return compileProgram(*context, trace, params, options, dump);
+}
+
+absl::StatusOr<KernelProgram> compileMlirText(const std::string &text,
+                                              const FusionOptions &options, CompileDump *dump) {
+  std::unique_ptr<mlir::MLIRContext> context = ir::makeSinterContext();
+  std::string diagnostics;
+  mlir::ScopedDiagnosticHandler handler(context.get(), [&](mlir::Diagnostic &d) {
+    llvm::raw_string_ostream os(diagnostics);
+    os << d.getLocation() << ": " << d << "\n";
+    return mlir::success();
+  });
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(text, context.get());
+  if (!module)
+    return absl::InvalidArgumentError(absl::StrCat("cannot parse the trace: ", diagnostics));
+  auto func = module->lookupSymbol<mlir::func::FuncOp>("trace");
+  if (!func)
+    return absl::InvalidArgumentError("the module has no func.func @trace");
+  // What extraction needs from a Trace: the parameters' IntSlots and the payload count.
+  Trace trace;
+  std::vector<IntSlot> params;
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    if (auto tag = func.getArgAttrOfType<mlir::DenseI64ArrayAttr>(i, ir::kParamAttrName);
+        tag && tag.size() == 2)
+      params.push_back({uint32_t(tag[0]), uint8_t(tag[1])});
+  func.walk([&](ir::UploadOp upload) {
+    trace.payloads.resize(std::max<size_t>(trace.payloads.size(), upload.getPayload() + 1));
+  });
+  if (dump)
+    dump->before = printModule(*module);
+  mlir::PassManager pm(context.get());
+  buildPipeline(pm, options);
+  if (mlir::failed(pm.run(*module)))
+    return absl::InternalError(absl::StrCat("the fusion pipeline failed: ", diagnostics));
+  if (dump)
+    dump->after = printModule(*module);
+  return extractProgram(*module, trace, params);
+}
+
+FusionCompiler::FusionCompiler(FusionOptions options, PlanMaker makePlan, std::string name)
+    : options_(std::move(options)), makePlan_(std::move(makePlan)), name_(std::move(name)),
+      context_(ir::makeSinterContext()) {
+  if (const char *dir = std::getenv("SINTER_DUMP"); dir && *dir)
+    dumpDir_ = dir;
+  if (!makePlan_)
+    makePlan_ = [](KernelProgram program) -> absl::StatusOr<std::unique_ptr<Plan>> {
+      return makeInterpreterPlan(std::move(program));
+    };
+}
+
+FusionCompiler::~FusionCompiler() = default;
+
+absl::StatusOr<std::unique_ptr<Plan>> FusionCompiler::compile(const Trace &trace,
+                                                              const std::vector<IntSlot> &params) {
+  CompileDump dump;
+  bool dumping = !dumpDir_.empty();
+  SINTER_ASSIGN_OR_RETURN(KernelProgram program, compileProgram(*context_, trace, params, options_,
+                                                                dumping ? &dump : nullptr));
+  if (dumping) {
+    std::string prefix = absl::StrFormat("%s/plan%03d", dumpDir_, compiles_);
+    writeFile(prefix + "-trace.mlir", dump.before);
+    writeFile(prefix + "-fused.mlir", dump.after);
+    writeFile(prefix + "-kernels.txt", program.describe());
+    writeDotAndSvg(program, prefix + "-graph");
+  }
+  ++compiles_;
+  return makePlan_(std::move(program));
+}
+
+} // namespace sinter::passes

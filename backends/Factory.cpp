@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "backends/ReferenceBackend.h"
+#include "passes/FusionCompiler.h"
 #include "runtime/LazyBackend.h"
 #include "runtime/PlanInterpreter.h"
 #include "sinter/Status.h"
@@ -27,12 +28,17 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> makeReference(const BackendOptio
   return std::unique_ptr<ComputeBackend>(new ReferenceBackend(options));
 }
 
-// The lazy recorder with plans run by the plan interpreter (the oracle for fused plans).
+// The lazy recorder with plans run by the plan interpreter: fused by the pass pipeline, or one
+// kernel per call with fusion off (the oracle for fused plans).
 absl::StatusOr<std::unique_ptr<ComputeBackend>> makeLazy(const BackendOptions &options) {
   runtime::LazyBackendOptions lazy;
   lazy.name = options.fusion ? "sinter-lazy" : "sinter-lazy-unfused";
   lazy.memoryLimitBytes = options.memoryLimitBytes;
-  lazy.compiler = std::make_unique<runtime::InterpreterCompiler>();
+  if (options.fusion)
+    lazy.compiler =
+        std::make_unique<passes::FusionCompiler>(passes::FusionOptions{options.disabledFusions});
+  else
+    lazy.compiler = std::make_unique<runtime::InterpreterCompiler>();
   return std::unique_ptr<ComputeBackend>(new runtime::LazyBackend(std::move(lazy)));
 }
 
@@ -48,11 +54,8 @@ constexpr KindEntry kKinds[] = {
     {"lazy", makeLazy},
 };
 
-/// The fusion patterns SINTER_DISABLE_FUSION may name (the passes' kill-switch names).
-constexpr const char *kFusionNames[] = {
-    "rmsnorm-qmatmul", "horizontal", "rope-epilogue", "kv-write",
-    "attention",       "swiglu",     "residual-add",  "elementwise",
-};
+/// The fusion patterns SINTER_DISABLE_FUSION may name: the passes' kill-switch names.
+const std::vector<std::string> &fusionNames() { return passes::fusionPatternNames(); }
 
 const KindEntry *findKind(absl::string_view name) {
   for (const KindEntry &entry : kKinds)
@@ -67,7 +70,7 @@ std::string validKinds() {
 }
 
 bool isFusionName(absl::string_view name) {
-  return absl::c_any_of(kFusionNames, [&](const char *known) { return name == known; });
+  return absl::c_any_of(fusionNames(), [&](const std::string &known) { return name == known; });
 }
 
 // Empty and unset are the same: the default stays.
@@ -84,7 +87,7 @@ absl::Status applyDisableFusion(absl::string_view value, BackendOptions &options
     if (name != "all" && !isFusionName(name))
       return absl::InvalidArgumentError(
           absl::StrFormat("SINTER_DISABLE_FUSION: unknown fusion pattern '%s'; valid: all, %s",
-                          name, absl::StrJoin(kFusionNames, ", ")));
+                          name, absl::StrJoin(fusionNames(), ", ")));
     if (!absl::c_linear_search(options.disabledFusions, name))
       options.disabledFusions.emplace_back(name);
   }
@@ -104,7 +107,7 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> createBackend(const BackendOptio
     if (name != "all" && !isFusionName(name))
       return absl::InvalidArgumentError(
           absl::StrFormat("unknown fusion pattern '%s' in disabledFusions; valid: all, %s", name,
-                          absl::StrJoin(kFusionNames, ", ")));
+                          absl::StrJoin(fusionNames(), ", ")));
   return entry->make(options);
 }
 

@@ -4,10 +4,13 @@
 // before and after the pipeline, the kernel list and a Graphviz picture into `dir`.
 #include "passes/FusionCompiler.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -40,6 +43,54 @@ void writeFile(const std::string &path, const std::string &text) {
   out << text;
   if (!out)
     std::fprintf(stderr, "sinter: SINTER_DUMP could not write %s\n", path.c_str());
+}
+
+// SINTER_CHECK_FUSION=1: every run also runs the unfused program on a copy of the memory and
+// compares every observable buffer byte for byte; a difference is an error naming the slot and
+// both programs. For debugging the passes (it doubles the work).
+class CheckingPlan : public Plan {
+public:
+  CheckingPlan(std::unique_ptr<Plan> fused, KernelProgram fusedProgram, Trace trace,
+               std::vector<IntSlot> params)
+      : fused_(std::move(fused)), fusedProgram_(std::move(fusedProgram)),
+        unfusedProgram_(unfusedProgram(trace, params)), buffers_(std::move(trace.buffers)) {}
+
+  absl::Status run(const PlanArgs &args) override {
+    std::vector<std::vector<uint8_t>> copies(buffers_.size());
+    std::vector<uint8_t *> copyData(buffers_.size());
+    for (size_t i = 0; i < buffers_.size(); ++i) {
+      copies[i].assign(args.slotData[i], args.slotData[i] + buffers_[i].sizeBytes);
+      copyData[i] = copies[i].data();
+    }
+    PlanArgs unfusedArgs = args;
+    unfusedArgs.slotData = copyData;
+    SINTER_RETURN_IF_ERROR(makeInterpreterPlan(unfusedProgram_)->run(unfusedArgs));
+    SINTER_RETURN_IF_ERROR(fused_->run(args));
+    for (size_t i = 0; i < buffers_.size(); ++i) {
+      if (!buffers_[i].observable ||
+          std::memcmp(copyData[i], args.slotData[i], buffers_[i].sizeBytes) == 0)
+        continue;
+      size_t at = 0;
+      while (copyData[i][at] == args.slotData[i][at])
+        ++at;
+      return absl::InternalError(absl::StrCat(
+          "SINTER_CHECK_FUSION: slot ", i, " differs at byte ", at, "\nfused:\n",
+          fusedProgram_.describe(), "unfused:\n", unfusedProgram_.describe()));
+    }
+    return absl::OkStatus();
+  }
+  size_t numKernels() const override { return fused_->numKernels(); }
+  std::string describe() const override { return fused_->describe(); }
+
+private:
+  std::unique_ptr<Plan> fused_;
+  KernelProgram fusedProgram_, unfusedProgram_;
+  std::vector<TraceBuffer> buffers_;
+};
+
+bool checkFusion() {
+  const char *s = std::getenv("SINTER_CHECK_FUSION");
+  return s && *s && std::string_view(s) != "0";
 }
 
 } // namespace
@@ -138,14 +189,24 @@ absl::StatusOr<std::unique_ptr<Plan>> FusionCompiler::compile(const Trace &trace
   SINTER_ASSIGN_OR_RETURN(KernelProgram program, compileProgram(*context_, trace, params, options_,
                                                                 dumping ? &dump : nullptr));
   if (dumping) {
-    std::string prefix = absl::StrFormat("%s/plan%03d", dumpDir_, compiles_);
+    // Numbered across the process, so several backends never overwrite each other's files.
+    static std::atomic<int> dumps{0};
+    std::string prefix = absl::StrFormat("%s/plan%03d", dumpDir_, dumps++);
     writeFile(prefix + "-trace.mlir", dump.before);
     writeFile(prefix + "-fused.mlir", dump.after);
     writeFile(prefix + "-kernels.txt", program.describe());
     writeDotAndSvg(program, prefix + "-graph");
   }
   ++compiles_;
-  return makePlan_(std::move(program));
+  if (!checkFusion())
+    return makePlan_(std::move(program));
+  KernelProgram copy = program;
+  SINTER_ASSIGN_OR_RETURN(std::unique_ptr<Plan> fused, makePlan_(std::move(program)));
+  Trace skeleton;
+  skeleton.buffers = trace.buffers;
+  skeleton.entries = trace.entries;
+  return std::unique_ptr<Plan>(
+      new CheckingPlan(std::move(fused), std::move(copy), std::move(skeleton), params));
 }
 
 } // namespace sinter::passes

@@ -1,0 +1,97 @@
+// CpuCompiler.h - the `cpu` backend's PlanCompiler: JIT-compiled kernels over host memory.
+//
+// Every kernel of a program is generated and compiled for the host CPU (codegen/llvm/CpuJit.h);
+// the Plan calls the entry points with the buffer table and this run's parameters and splits each
+// kernel's parallel dimension across a ThreadPool. Compiled kernels are cached by structural key,
+// so the ~2400 calls of a decode step cost ~20 compilations once per process. A kernel that fails
+// to compile runs on the reference kernel instead, with one line on stderr; results never change.
+// No MLIR in this header: the runtime and the backend factory include it.
+#ifndef SINTER_CODEGEN_CPUCOMPILER_H
+#define SINTER_CODEGEN_CPUCOMPILER_H
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "codegen/KernelSpec.h"
+#include "codegen/llvm/CpuJit.h"
+#include "support/KernelProgram.h"
+#include "support/Plan.h"
+#include "support/ThreadPool.h"
+
+namespace sinter::codegen {
+
+struct CpuCompilerOptions {
+  /// Runs kernels' rows in parallel; ThreadPool::shared() when null. Must outlive the plans.
+  ThreadPool *pool = nullptr;
+  /// Kernels that touch fewer bytes than this (workBytes) run on the calling thread: below it a
+  /// hand-off to the pool costs more than it saves.
+  uint64_t minParallelBytes = 192 << 10;
+  /// Test hook: ops for which it returns true get a kernel built to fail compilation, so the
+  /// fallback to the reference kernel can be tested.
+  std::function<bool(const OpCall &op)> failCompile;
+  /// Print a line to stderr for each kernel that falls back (once per kernel shape).
+  bool logFallbacks = true;
+};
+
+/// Counters over the life of a compiler.
+struct CpuCompilerStats {
+  uint64_t plans = 0;
+  uint64_t kernelsCompiled = 0; ///< distinct kernels compiled (the cache's misses)
+  uint64_t cacheHits = 0;       ///< ops whose kernel was compiled before
+  uint64_t fallbacks = 0;       ///< distinct kernels that failed and run on the reference
+  double compileSeconds = 0;    ///< wall time inside compile()
+  CpuJitTimes jit;
+};
+
+class CpuCompiler : public PlanCompiler {
+public:
+  /// Fails (Internal) when the host cannot be JIT-compiled for.
+  static absl::StatusOr<std::unique_ptr<CpuCompiler>> create(CpuCompilerOptions options = {});
+  ~CpuCompiler() override;
+
+  std::string name() const override { return "cpu-jit"; }
+  /// The trace's unfused program (one kernel per op; uploads stay memcpy).
+  absl::StatusOr<std::unique_ptr<Plan>> compile(const Trace &trace,
+                                                const std::vector<IntSlot> &params) override;
+  /// A program from the fusion pipeline. In this stage a kernel of several member ops runs each
+  /// member on its own single-op kernel.
+  absl::StatusOr<std::unique_ptr<Plan>> compileProgram(const KernelProgram &program);
+
+  /// The LLVM IR (optimized at O3, or as first translated) of the kernel that runs `op` when the
+  /// integers whose bits are set in `paramMask` are Plan parameters. For sinter-dump.
+  absl::StatusOr<std::string> kernelIR(const OpCall &op, uint8_t paramMask = 0,
+                                       bool optimized = true);
+  /// The kernel name `op` gets under `paramMask` (the stem of its symbol), e.g.
+  /// "quantized_matmul_q4_0_nc2048".
+  static std::string kernelName(const OpCall &op, uint8_t paramMask = 0);
+
+  /// "<cpu> <features>" as the kernels are compiled for.
+  std::string hostDescription() const { return jit_->hostDescription(); }
+  CpuCompilerStats stats() const;
+
+private:
+  struct CachedKernel {
+    KernelFn fn = nullptr; ///< null: failed, run on the reference kernel
+    std::string name;
+  };
+
+  CpuCompiler(CpuCompilerOptions options, std::shared_ptr<CpuJit> jit);
+  KernelSpec specFor(const OpCall &op, uint8_t paramMask) const;
+  /// Compiles the specs not cached yet (one module; one by one when that fails).
+  void compileMissing(const std::vector<KernelSpec> &specs, const std::vector<OpCall> &ops);
+
+  CpuCompilerOptions options_;
+  std::shared_ptr<CpuJit> jit_;
+  mutable std::mutex mu_;
+  absl::flat_hash_map<std::string, CachedKernel> cache_;
+  CpuCompilerStats stats_;
+};
+
+} // namespace sinter::codegen
+
+#endif // SINTER_CODEGEN_CPUCOMPILER_H

@@ -1,0 +1,137 @@
+// ElementwiseMath.cpp - exp, silu and the binary element-wise ops, emitted with arith.
+//
+// exp follows the classic Cody-Waite scheme: n = round(x / ln 2) by the 1.5 * 2^23 trick (no
+// rounding intrinsic needed, so SPIR-V can take the same code), r = x - n ln 2 in two parts, e^r
+// by Cephes' degree-6 minimax polynomial, and 2^n built in the exponent bits. NaN and the ends of
+// the range are handled by selects so no poison (fptosi of NaN) reaches the result.
+#include "codegen/ElementwiseMath.h"
+
+#include <cassert>
+#include <limits>
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/TypeUtilities.h"
+
+namespace sinter::codegen {
+
+using mlir::Type;
+using mlir::Value;
+namespace arith = mlir::arith;
+
+namespace {
+
+// The type with `type`'s shape and `element` as element type.
+Type withElement(Type type, Type element) {
+  if (auto v = mlir::dyn_cast<mlir::VectorType>(type))
+    return mlir::VectorType::get(v.getShape(), element);
+  return element;
+}
+
+} // namespace
+
+Value floatConstant(mlir::OpBuilder &b, mlir::Location loc, Type type, double value) {
+  Type element = mlir::getElementTypeOrSelf(type);
+  auto attr = b.getFloatAttr(element, value);
+  if (auto v = mlir::dyn_cast<mlir::VectorType>(type))
+    return b.create<arith::ConstantOp>(loc, mlir::DenseElementsAttr::get(v, attr));
+  return b.create<arith::ConstantOp>(loc, attr);
+}
+
+Value intConstant(mlir::OpBuilder &b, mlir::Location loc, Type type, int64_t value) {
+  Type element = mlir::getElementTypeOrSelf(type);
+  auto attr = b.getIntegerAttr(element, value);
+  if (auto v = mlir::dyn_cast<mlir::VectorType>(type))
+    return b.create<arith::ConstantOp>(loc, mlir::DenseElementsAttr::get(v, attr));
+  return b.create<arith::ConstantOp>(loc, attr);
+}
+
+Value splat(mlir::OpBuilder &b, mlir::Location loc, Value scalar, int64_t lanes) {
+  if (lanes == 0)
+    return scalar;
+  auto type = mlir::VectorType::get({lanes}, scalar.getType());
+  return b.create<mlir::vector::BroadcastOp>(loc, type, scalar);
+}
+
+Value extendFloat(mlir::OpBuilder &b, mlir::Location loc, Type type, Value value) {
+  return b.create<arith::ExtFOp>(loc, type, value, arith::FastMathFlagsAttr{});
+}
+
+Value emitFma(mlir::OpBuilder &b, mlir::Location loc, Value a, Value x, Value c) {
+  auto contract = arith::FastMathFlags::contract;
+  Value product = b.create<arith::MulFOp>(loc, a, x, contract);
+  return b.create<arith::AddFOp>(loc, product, c, contract);
+}
+
+Value emitExp(mlir::OpBuilder &b, mlir::Location loc, Value x) {
+  Type type = x.getType();
+  auto f = [&](double v) { return floatConstant(b, loc, type, v); };
+  // Above kHigh the result overflows; below kLow it would be subnormal (flushed to 0: a relative
+  // error of at most 2^-126 of the largest input of a softmax row, far inside the tolerance).
+  constexpr double kHigh = 88.3762626647949, kLow = -87.3365447505531;
+  Value lo = f(kLow), hi = f(kHigh);
+  Value inRange =
+      b.create<arith::AndIOp>(loc, b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OGE, x, lo),
+                              b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OLE, x, hi));
+  Value xs = b.create<arith::SelectOp>(loc, inRange, x, f(0.0));
+  // n = round-to-nearest(xs * log2(e)): adding and subtracting 1.5 * 2^23 rounds to an integer.
+  Value t = b.create<arith::MulFOp>(loc, xs, f(1.44269504088896341));
+  Value magic = f(12582912.0);
+  Value n = b.create<arith::SubFOp>(loc, b.create<arith::AddFOp>(loc, t, magic), magic);
+  // r = xs - n * ln2, with ln2 split so that n * kLn2Hi is exact.
+  Value r = b.create<arith::SubFOp>(loc, xs, b.create<arith::MulFOp>(loc, n, f(0.693359375)));
+  r = b.create<arith::SubFOp>(loc, r, b.create<arith::MulFOp>(loc, n, f(-2.12194440e-4)));
+  Value p = f(1.9875691500e-4);
+  for (double c :
+       {1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1})
+    p = emitFma(b, loc, p, r, f(c));
+  Value r2 = b.create<arith::MulFOp>(loc, r, r);
+  Value y = emitFma(b, loc, p, r2, b.create<arith::AddFOp>(loc, r, f(1.0)));
+  // 2^n from its exponent bits; n is in [-126, 127] here.
+  Type i32 = withElement(type, b.getI32Type());
+  Value ni = b.create<arith::FPToSIOp>(loc, i32, n);
+  Value bits =
+      b.create<arith::ShLIOp>(loc, b.create<arith::AddIOp>(loc, ni, intConstant(b, loc, i32, 127)),
+                              intConstant(b, loc, i32, 23));
+  Value scale = b.create<arith::BitcastOp>(loc, type, bits);
+  Value result = b.create<arith::MulFOp>(loc, y, scale);
+  Value over = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OGT, x, hi);
+  Value under = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OLT, x, lo);
+  Value isNan = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::UNO, x, x);
+  result = b.create<arith::SelectOp>(loc, over, f(std::numeric_limits<double>::infinity()), result);
+  result = b.create<arith::SelectOp>(loc, under, f(0.0), result);
+  return b.create<arith::SelectOp>(loc, isNan, x, result);
+}
+
+Value emitSilu(mlir::OpBuilder &b, mlir::Location loc, Value x) {
+  Type type = x.getType();
+  Value negX = b.create<arith::NegFOp>(loc, x);
+  Value denom =
+      b.create<arith::AddFOp>(loc, floatConstant(b, loc, type, 1.0), emitExp(b, loc, negX));
+  return b.create<arith::DivFOp>(loc, x, denom);
+}
+
+bool isElementwise(OpKind kind) {
+  return kind == OpKind::Silu || kind == OpKind::ElementMul || kind == OpKind::Add;
+}
+
+Value emitElementwise(mlir::OpBuilder &b, mlir::Location loc, OpKind kind,
+                      mlir::ValueRange inputs) {
+  switch (kind) {
+  case OpKind::Silu:
+    assert(inputs.size() == 1 && "silu takes one input");
+    return emitSilu(b, loc, inputs[0]);
+  case OpKind::ElementMul:
+    assert(inputs.size() == 2 && "element_mul takes two inputs");
+    return b.create<arith::MulFOp>(loc, inputs[0], inputs[1]);
+  case OpKind::Add:
+    assert(inputs.size() == 2 && "add takes two inputs");
+    return b.create<arith::AddFOp>(loc, inputs[0], inputs[1]);
+  default:
+    assert(false && "emitElementwise: not an element-wise op");
+    return inputs[0];
+  }
+}
+
+} // namespace sinter::codegen

@@ -1,0 +1,240 @@
+// ContractionKernels.cpp - CPU kernels of matmul, quantized_matmul, attn_score and attn_value.
+//
+// quantized_matmul is the hot one (a decode step is almost all weight reads): each output row is
+// one pass over its blocks, decoding every group with Dequant.h straight into registers (never a
+// dequantized copy), multiplying by x and folding the group's scale in with one fused
+// multiply-add per vector. Two f32 vector accumulators break the add chain; with thousands of
+// columns each lane sums a few dozen terms, well inside SEMANTICS.md's 1e-7 NMSE.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/ElementwiseMath.h"
+#include "codegen/llvm/CpuEmitter.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+namespace sinter::codegen::cpu {
+
+using mlir::Value;
+using mlir::ValueRange;
+namespace arith = mlir::arith;
+
+namespace {
+
+// if (cond) then() else otherwise(), both without results.
+void emitIfElse(Emitter &e, Value cond, llvm::function_ref<void()> then,
+                llvm::function_ref<void()> otherwise) {
+  auto ifOp = e.b.create<mlir::scf::IfOp>(e.loc, cond, /*withElseRegion=*/true);
+  mlir::OpBuilder::InsertionGuard guard(e.b);
+  e.b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  then();
+  e.b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+  otherwise();
+}
+
+Value cmpSle(Emitter &e, Value a, Value c) {
+  return e.b.create<arith::CmpIOp>(e.loc, arith::CmpIPredicate::sle, a, c);
+}
+
+// Σ_{d < n} a[aIndex + d] * c[cIndex + d] in f32. With a static n the vector part is unrolled
+// with up to four accumulators; the remainder is scalar.
+Value emitDot(Emitter &e, Value a, Value aIndex, Value c, Value cIndex, const OpShape &op,
+              int nIndex) {
+  Value n = e.intArg(op, nIndex);
+  if (op.isStatic(nIndex)) {
+    int64_t vectors = op.ints[nIndex] / kLanes;
+    int64_t numAccs = std::min<int64_t>(4, std::max<int64_t>(vectors, 1));
+    llvm::SmallVector<Value, 4> accs(numAccs, e.zeros(kLanes));
+    for (int64_t v = 0; v < vectors; ++v) {
+      Value off = e.c64(v * kLanes);
+      Value x = e.loadF32(a, e.add(aIndex, off), kLanes);
+      Value y = e.loadF32(c, e.add(cIndex, off), kLanes);
+      accs[v % numAccs] = e.fma(x, y, accs[v % numAccs]);
+    }
+    Value acc = accs[0];
+    for (int64_t i = 1; i < numAccs; ++i)
+      acc = e.fadd(acc, accs[i]);
+    Value sum = e.reduceAdd(acc);
+    for (int64_t d = vectors * kLanes; d < op.ints[nIndex]; ++d) {
+      Value off = e.c64(d);
+      sum = e.fma(e.loadF32(a, e.add(aIndex, off)), e.loadF32(c, e.add(cIndex, off)), sum);
+    }
+    return sum;
+  }
+  Value vectorEnd = e.roundDown(n, kLanes);
+  Value acc = e.forLoop(e.c64(0), vectorEnd, kLanes, ValueRange{e.zeros(kLanes)},
+                        [&](Value d, ValueRange iters) {
+                          Value x = e.loadF32(a, e.add(aIndex, d), kLanes);
+                          Value y = e.loadF32(c, e.add(cIndex, d), kLanes);
+                          return llvm::SmallVector<Value>{e.fma(x, y, iters[0])};
+                        })[0];
+  return e.forLoop(vectorEnd, n, 1, ValueRange{e.reduceAdd(acc)}, [&](Value d, ValueRange iters) {
+    Value x = e.loadF32(a, e.add(aIndex, d)), y = e.loadF32(c, e.add(cIndex, d));
+    return llvm::SmallVector<Value>{e.fma(x, y, iters[0])};
+  })[0];
+}
+
+// quantized_matmul(W, x, out, n_rows, n_cols, dtype): out[r] for r in [begin, end).
+void emitQMatmulKernel(Emitter &e, const OpShape &op, Value begin, Value end) {
+  Value w = e.buffer(0), x = e.buffer(1), out = e.buffer(2);
+  Value nCols = e.intArg(op, 1);
+  QuantLayout layout = quantLayout(op.dtype);
+  bool scalar = isScalarFormat(op.dtype);
+  int64_t elementBytes = dtypeInfo(op.dtype).bytesPerBlock; // scalar formats only
+  Value nBlocks = e.divui(nCols, e.c64(layout.blockWeights));
+  Value bytesPerRow =
+      scalar ? e.mul(nCols, e.c64(elementBytes)) : e.mul(nBlocks, e.c64(layout.blockBytes));
+  // Two blocks per iteration when there is one group per block and the count is known even.
+  int64_t unroll = 1;
+  if (layout.groupsPerBlock() == 1 && op.isStatic(1) && (op.ints[1] / layout.blockWeights) % 2 == 0)
+    unroll = 2;
+  int64_t lanes = layout.groupWeights;
+  PtrByteReader reader;
+  e.forLoop(begin, end, 1, [&](Value r) {
+    Value row = e.gepBytes(w, e.mul(r, bytesPerRow));
+    auto accs =
+        e.forLoop(e.c64(0), nBlocks, unroll, ValueRange{e.zeros(lanes), e.zeros(lanes)},
+                  [&](Value blk, ValueRange iters) {
+                    llvm::SmallVector<Value> acc(iters.begin(), iters.end());
+                    int64_t next = 0;
+                    for (int64_t u = 0; u < unroll; ++u) {
+                      Value index = e.add(blk, e.c64(u));
+                      Value block = e.gepBytes(row, e.mul(index, e.c64(layout.blockBytes)));
+                      Value firstColumn = e.mul(index, e.c64(layout.blockWeights));
+                      for (int64_t g = 0; g < layout.groupsPerBlock(); ++g) {
+                        WeightGroup group = emitWeightGroup(e.b, e.loc, reader, op.dtype, block, g);
+                        Value xv = e.loadF32(x, e.add(firstColumn, e.c64(g * lanes)), lanes);
+                        int64_t a = next++ % 2;
+                        if (!group.scale) {
+                          acc[a] = e.fma(group.q, xv, acc[a]);
+                          continue;
+                        }
+                        Value product = e.fmul(group.q, xv);
+                        acc[a] = e.fma(product, splat(e.b, e.loc, group.scale, lanes), acc[a]);
+                        if (group.bias)
+                          acc[1 - a] = e.fma(xv, splat(e.b, e.loc, group.bias, lanes), acc[1 - a]);
+                      }
+                    }
+                    return acc;
+                  });
+    Value sum = e.reduceAdd(e.fadd(accs[0], accs[1]));
+    if (scalar) { // columns past the last whole pseudo-block
+      Value tailBegin = e.mul(nBlocks, e.c64(layout.blockWeights));
+      sum = e.forLoop(tailBegin, nCols, 1, ValueRange{sum}, [&](Value c, ValueRange iters) {
+        Value element = e.gepBytes(row, e.mul(c, e.c64(elementBytes)));
+        Value weight = emitScalarWeight(e.b, e.loc, reader, op.dtype, element);
+        return llvm::SmallVector<Value>{e.fma(weight, e.loadF32(x, c), iters[0])};
+      })[0];
+    }
+    e.storeF32(out, r, sum);
+  });
+}
+
+// matmul(a, b, out, m, n, k): unit u is row u / tiles, columns [16 t, 16 t + 16) of t = u % tiles.
+void emitMatmulKernel(Emitter &e, const OpShape &op, Value begin, Value end) {
+  Value a = e.buffer(0), bm = e.buffer(1), out = e.buffer(2);
+  Value n = e.intArg(op, 1), k = e.intArg(op, 2);
+  Value tiles = e.divui(e.add(n, e.c64(kMatmulTile - 1)), e.c64(kMatmulTile));
+  e.forLoop(begin, end, 1, [&](Value u) {
+    Value i = e.divui(u, tiles);
+    Value j0 = e.mul(e.remui(u, tiles), e.c64(kMatmulTile));
+    Value aRow = e.mul(i, k), outRow = e.mul(i, n);
+    emitIfElse(
+        e, cmpSle(e, e.add(j0, e.c64(kMatmulTile)), n),
+        [&] {
+          Value acc = e.forLoop(
+              e.c64(0), k, 1, ValueRange{e.zeros(kMatmulTile)}, [&](Value p, ValueRange iters) {
+                Value ap = splat(e.b, e.loc, e.loadF32(a, e.add(aRow, p)), kMatmulTile);
+                Value bp = e.loadF32(bm, e.add(e.mul(p, n), j0), kMatmulTile);
+                return llvm::SmallVector<Value>{e.fma(ap, bp, iters[0])};
+              })[0];
+          e.storeF32(out, e.add(outRow, j0), acc);
+        },
+        [&] {
+          e.forLoop(j0, n, 1, [&](Value j) {
+            Value sum =
+                e.forLoop(e.c64(0), k, 1, ValueRange{e.cf32(0.0)}, [&](Value p, ValueRange iters) {
+                  Value ap = e.loadF32(a, e.add(aRow, p));
+                  Value bp = e.loadF32(bm, e.add(e.mul(p, n), j));
+                  return llvm::SmallVector<Value>{e.fma(ap, bp, iters[0])};
+                })[0];
+            e.storeF32(out, e.add(outRow, j), sum);
+          });
+        });
+  });
+}
+
+// attn_score(q, k_cache, scores, head_dim, seq_len, head_offset, kv_offset, kv_stride):
+// scores[t] for t in [begin, end).
+void emitAttnScoreKernel(Emitter &e, const OpShape &op, Value begin, Value end) {
+  Value q = e.buffer(0), kCache = e.buffer(1), scores = e.buffer(2);
+  Value headDim = e.intArg(op, 0), headOffset = e.intArg(op, 2);
+  Value kvOffset = e.intArg(op, 3), kvStride = e.intArg(op, 4);
+  Value headDimF = e.b.create<arith::SIToFPOp>(e.loc, e.f32(), headDim);
+  Value scale = e.b.create<arith::DivFOp>(e.loc, e.cf32(1.0),
+                                          e.b.create<mlir::math::SqrtOp>(e.loc, headDimF));
+  e.forLoop(begin, end, 1, [&](Value t) {
+    Value row = e.add(e.mul(t, kvStride), kvOffset);
+    Value dot = emitDot(e, q, headOffset, kCache, row, op, 0);
+    e.storeF32(scores, t, e.fmul(dot, scale));
+  });
+}
+
+// attn_value(weights, v_cache, out, head_dim, seq_len, kv_offset, kv_stride, out_offset): unit u
+// is d in [16 u, 16 u + 16).
+void emitAttnValueKernel(Emitter &e, const OpShape &op, Value begin, Value end) {
+  Value weights = e.buffer(0), vCache = e.buffer(1), out = e.buffer(2);
+  Value headDim = e.intArg(op, 0), seqLen = e.intArg(op, 1), kvOffset = e.intArg(op, 2);
+  Value kvStride = e.intArg(op, 3), outOffset = e.intArg(op, 4);
+  e.forLoop(begin, end, 1, [&](Value u) {
+    Value d0 = e.mul(u, e.c64(kAttnValueTile));
+    auto column = [&](Value t, Value d) { return e.add(e.add(e.mul(t, kvStride), kvOffset), d); };
+    emitIfElse(
+        e, cmpSle(e, e.add(d0, e.c64(kAttnValueTile)), headDim),
+        [&] {
+          Value acc = e.forLoop(e.c64(0), seqLen, 1, ValueRange{e.zeros(kAttnValueTile)},
+                                [&](Value t, ValueRange iters) {
+                                  Value wt =
+                                      splat(e.b, e.loc, e.loadF32(weights, t), kAttnValueTile);
+                                  Value v = e.loadF32(vCache, column(t, d0), kAttnValueTile);
+                                  return llvm::SmallVector<Value>{e.fma(wt, v, iters[0])};
+                                })[0];
+          e.storeF32(out, e.add(outOffset, d0), acc);
+        },
+        [&] {
+          e.forLoop(d0, headDim, 1, [&](Value d) {
+            Value sum = e.forLoop(
+                e.c64(0), seqLen, 1, ValueRange{e.cf32(0.0)}, [&](Value t, ValueRange iters) {
+                  Value v = e.loadF32(vCache, column(t, d));
+                  return llvm::SmallVector<Value>{e.fma(e.loadF32(weights, t), v, iters[0])};
+                })[0];
+            e.storeF32(out, e.add(outOffset, d), sum);
+          });
+        });
+  });
+}
+
+} // namespace
+
+absl::Status emitContractionKernel(Emitter &e, const OpShape &op, Value begin, Value end) {
+  switch (op.kind) {
+  case OpKind::QuantizedMatmul:
+    emitQMatmulKernel(e, op, begin, end);
+    return absl::OkStatus();
+  case OpKind::Matmul:
+    emitMatmulKernel(e, op, begin, end);
+    return absl::OkStatus();
+  case OpKind::AttnScore:
+    emitAttnScoreKernel(e, op, begin, end);
+    return absl::OkStatus();
+  case OpKind::AttnValue:
+    emitAttnValueKernel(e, op, begin, end);
+    return absl::OkStatus();
+  default:
+    return absl::InternalError(
+        absl::StrCat("emitContractionKernel: ", opInfo(op.kind).name, " is not a contraction"));
+  }
+}
+
+} // namespace sinter::codegen::cpu

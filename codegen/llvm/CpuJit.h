@@ -1,0 +1,62 @@
+// CpuJit.h - compiles kernel specs to host machine code through MLIR and LLVM (no MLIR here).
+//
+// The pipeline: the kernel builders (CpuEmitter.h) emit func/scf/arith/math/vector/llvm ops; the
+// module is lowered to the LLVM dialect, translated to LLVM IR, optimized at O3 for the host CPU
+// (its name and feature list as LLVM detects them, e.g. AVX-512 and VNNI where present) and
+// handed to an ORC LLJIT. Several kernels are compiled as one module so that a plan's cold
+// compile pays the per-module costs once. Failures come back as Status, never as aborts.
+#ifndef SINTER_CODEGEN_LLVM_CPUJIT_H
+#define SINTER_CODEGEN_LLVM_CPUJIT_H
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "codegen/KernelSpec.h"
+
+namespace sinter::codegen {
+
+/// Seconds spent in each compile phase, summed over the life of a CpuJit.
+struct CpuJitTimes {
+  double build = 0;    ///< kernel builders and verification
+  double lower = 0;    ///< MLIR passes to the LLVM dialect and translation to LLVM IR
+  double optimize = 0; ///< the LLVM O3 pipeline
+  double codegen = 0;  ///< machine code and linking (inside the JIT)
+  uint64_t modules = 0;
+  uint64_t kernels = 0;
+};
+
+class CpuJit {
+public:
+  /// A JIT for the host. Internal when LLVM cannot target the host.
+  static absl::StatusOr<std::unique_ptr<CpuJit>> create();
+  ~CpuJit();
+  CpuJit(const CpuJit &) = delete;
+  CpuJit &operator=(const CpuJit &) = delete;
+
+  /// Compiles all of `specs` as one module and returns their entry points in order. Any failure
+  /// (a builder that cannot handle a spec, a verifier or LLVM error) fails the whole call with
+  /// the kernel named; the caller may retry the specs one by one to isolate it. The code lives as
+  /// long as this object. Thread-safe.
+  absl::StatusOr<std::vector<KernelFn>> compile(absl::Span<const KernelSpec> specs);
+
+  /// The LLVM IR of `spec`'s kernel: after the O3 pipeline when `optimized`, else as translated
+  /// from MLIR. Compiles nothing into the JIT.
+  absl::StatusOr<std::string> llvmIR(const KernelSpec &spec, bool optimized = true);
+
+  /// The host as the code is compiled for: "<cpu> <feature,feature,...>".
+  std::string hostDescription() const;
+  /// Phase times so far.
+  CpuJitTimes times() const;
+
+private:
+  struct Impl;
+  explicit CpuJit(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace sinter::codegen
+
+#endif // SINTER_CODEGEN_LLVM_CPUJIT_H

@@ -1,0 +1,361 @@
+// CpuCompilerTest.cpp - tests codegen/CpuCompiler.cpp: runtime parameters, the kernel cache,
+// splitting across threads, the compile-failure fallback, whole LazyBackend runs against the
+// reference kernels, LLVM IR for sinter-dump, and the cold compile of a real model's decode step.
+#include "codegen/CpuCompiler.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+#include <gmock/gmock.h>
+
+#include "runtime/LazyBackend.h"
+#include "tests/unit/codegen/KernelHarness.h"
+#include "tools/model/Decoder.h"
+#include "tools/model/Llama2cLoader.h"
+#include "tools/model/Synthetic.h"
+
+namespace sinter::test {
+namespace {
+
+using codegen::CpuCompiler;
+using codegen::CpuCompilerOptions;
+using ::testing::HasSubstr;
+
+BufferHandle slot(uint32_t s) { return Trace::handleOfSlot(s); }
+
+std::unique_ptr<CpuCompiler> makeCompiler(CpuCompilerOptions options = {}) {
+  absl::StatusOr<std::unique_ptr<CpuCompiler>> c = CpuCompiler::create(std::move(options));
+  EXPECT_TRUE(c.ok()) << c.status();
+  return c.ok() ? std::move(*c) : nullptr;
+}
+
+// Compiles `base` once with `paramIndices` as parameters, then runs it for each of `variants`
+// (ops of the same structure whose parameter integers differ) against the reference.
+void checkParameters(CpuCompiler &compiler, const OpCall &base,
+                     const std::vector<uint8_t> &paramIndices, const std::vector<OpCall> &variants,
+                     const std::string &what) {
+  std::vector<uint64_t> sizes(3, 0);
+  for (const OpCall &v : variants) {
+    std::vector<uint64_t> s = fittingSizes(v);
+    for (size_t i = 0; i < s.size(); ++i)
+      sizes[i] = std::max(sizes[i], s[i]);
+  }
+  sizes.resize(fittingSizes(base).size());
+  std::vector<IntSlot> slots;
+  for (uint8_t i : paramIndices)
+    slots.push_back({0, i});
+  uint64_t compiledBefore = compiler.stats().kernelsCompiled;
+  auto plan = compiler.compile(singleOpTrace(base, sizes), slots);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(compiler.stats().kernelsCompiled, compiledBefore + 1) << what;
+  std::mt19937 rng(3);
+  for (const OpCall &v : variants) {
+    std::vector<uint64_t> params;
+    for (uint8_t i : paramIndices)
+      params.push_back(v.ints[i]);
+    OpBuffers out = makeBuffers(v, sizes, rng);
+    OpBuffers ref = out;
+    ASSERT_TRUE(runPlan(**plan, out, params).ok());
+    runReference(v, ref);
+    expectSameResults(v, out, ref, what + " with " + describeOp(v));
+  }
+}
+
+TEST(CpuCompilerTest, ParametersWorkForSeveralValuesWithOneKernel) {
+  auto compiler = makeCompiler();
+  ASSERT_TRUE(compiler);
+  auto rope = [](uint32_t pos) { return ops::rope(slot(0), slot(1), pos, 64, 10000.0f, 4, 2); };
+  checkParameters(*compiler, rope(0), {0}, {rope(0), rope(1), rope(255), rope(4000)}, "rope");
+  auto score = [](uint32_t seq, uint32_t kvOff) {
+    return ops::attnScore(slot(0), slot(1), slot(2), 64, seq, 64, kvOff, 256);
+  };
+  checkParameters(*compiler, score(1, 0), {1, 3},
+                  {score(1, 0), score(2, 64), score(17, 128), score(257, 192)}, "attn_score");
+  auto value = [](uint32_t seq) {
+    return ops::attnValue(slot(0), slot(1), slot(2), 64, seq, 64, 256, 128);
+  };
+  checkParameters(*compiler, value(1), {1}, {value(1), value(33), value(300)}, "attn_value");
+  auto softmax = [](uint32_t n) { return ops::softmax(slot(0), slot(0), n); };
+  checkParameters(*compiler, softmax(1), {0}, {softmax(1), softmax(18), softmax(257)}, "softmax");
+  auto kvWrite = [](uint32_t pos) {
+    return ops::copyBufferOffset(slot(0), slot(1), 0, uint64_t(pos) * 1024, 1024);
+  };
+  checkParameters(*compiler, kvWrite(0), {1}, {kvWrite(0), kvWrite(5), kvWrite(63)}, "kv write");
+  // A parameter that is a trip count the builder would otherwise bake in (n_cols).
+  auto qm = [](uint32_t cols) {
+    return ops::quantizedMatmul(slot(0), slot(1), slot(2), 9, cols, DType::Q4_0);
+  };
+  checkParameters(*compiler, qm(64), {1}, {qm(64), qm(96), qm(2048)}, "quantized_matmul n_cols");
+  auto mm = [](uint32_t m, uint32_t n) { return ops::matmul(slot(0), slot(1), slot(2), m, n, 24); };
+  checkParameters(*compiler, mm(1, 16), {0, 1}, {mm(1, 16), mm(3, 37), mm(2, 100)}, "matmul m, n");
+}
+
+TEST(CpuCompilerTest, OpsThatDifferOnlyInOffsetsShareOneKernel) {
+  auto compiler = makeCompiler();
+  ASSERT_TRUE(compiler);
+  Trace trace;
+  trace.buffers = {{256 * 4, true}, {64 * 256 * 4, true}, {64 * 4, true}};
+  for (uint32_t h = 0; h < 8; ++h) {
+    TraceEntry e;
+    e.op = ops::attnScore(slot(0), slot(1), slot(2), 32, 64, h * 32, (h / 2) * 32, 256);
+    trace.entries.push_back(e);
+  }
+  ASSERT_TRUE(compiler->compile(trace, {}).ok());
+  EXPECT_EQ(compiler->stats().kernelsCompiled, 1u);
+  EXPECT_EQ(compiler->stats().cacheHits, 7u);
+  // seq_len is read at run time anyway: making it a parameter needs no new kernel.
+  ASSERT_TRUE(compiler->compile(trace, {{3, 1}}).ok());
+  EXPECT_EQ(compiler->stats().kernelsCompiled, 1u);
+  // head_dim is baked in: as a parameter it is a new kernel (for that op only).
+  ASSERT_TRUE(compiler->compile(trace, {{3, 0}}).ok());
+  EXPECT_EQ(compiler->stats().kernelsCompiled, 2u);
+  ASSERT_TRUE(compiler->compile(trace, {}).ok());
+  EXPECT_EQ(compiler->stats().kernelsCompiled, 2u);
+}
+
+TEST(CpuCompilerTest, SplittingAcrossThreadsGivesTheSameResults) {
+  ThreadPool pool(4);
+  CpuCompilerOptions options;
+  options.pool = &pool;
+  options.minParallelBytes = 0; // split everything that has more than one unit
+  auto compiler = makeCompiler(options);
+  ASSERT_TRUE(compiler);
+  checkOp(*compiler, ops::quantizedMatmul(slot(0), slot(1), slot(2), 1000, 512, DType::Q4_0),
+          "split quantized_matmul");
+  checkOp(*compiler, ops::quantizedMatmul(slot(0), slot(1), slot(2), 77, 256, DType::Q6_K),
+          "split quantized_matmul q6_k");
+  checkOp(*compiler, ops::silu(slot(0), slot(1), 100003), "split silu");
+  checkOp(*compiler, ops::add(slot(0), slot(1), slot(0), 4097), "split in-place add");
+  checkOp(*compiler, ops::matmul(slot(0), slot(1), slot(2), 7, 100, 33), "split matmul");
+  checkOp(*compiler, ops::attnScore(slot(0), slot(1), slot(2), 64, 999, 0, 64, 128),
+          "split attn_score");
+  checkOp(*compiler, ops::attnValue(slot(0), slot(1), slot(2), 120, 99, 8, 128, 0),
+          "split attn_value");
+}
+
+// A kernel called for [begin, end) writes exactly those rows.
+TEST(CpuCompilerTest, AKernelWritesOnlyItsRange) {
+  auto jit = codegen::CpuJit::create();
+  ASSERT_TRUE(jit.ok()) << jit.status();
+  const uint32_t rows = 20, cols = 64;
+  OpCall op = ops::quantizedMatmul(slot(0), slot(1), slot(2), rows, cols, DType::Q8_0);
+  auto fns = (*jit)->compile({codegen::singleOpSpec(op, 0)});
+  ASSERT_TRUE(fns.ok()) << fns.status();
+  std::mt19937 rng(5);
+  OpBuffers buffers = makeBuffers(op, fittingSizes(op, 0), rng);
+  OpBuffers ref = buffers;
+  runReference(op, ref);
+  int64_t ints[5] = {rows, cols, 0, 0, 0};
+  std::vector<uint8_t *> data = buffers.data();
+  (*fns)[0](data.data(), ints, 3, 7);
+  std::vector<float> out = bytesFloats(buffers.bytes[2]), expected = bytesFloats(ref.bytes[2]);
+  for (uint32_t r = 0; r < rows; ++r) {
+    if (r >= 3 && r < 7)
+      EXPECT_NEAR(out[r], expected[r], 1e-4 * std::fabs(expected[r]) + 1e-6) << "row " << r;
+    else
+      EXPECT_TRUE(isPoison(out[r])) << "row " << r << " outside [3, 7) was written";
+  }
+}
+
+// A small layer-like sequence with every op kind, through the public calls of a LazyBackend.
+std::vector<float> runSequence(ComputeBackend &b, uint32_t pos) {
+  const uint32_t dim = 64, headDim = 16, heads = 4;
+  std::mt19937 rng(11);
+  BufferHandle x = uploadFloats(b, randomFloats(dim, rng));
+  BufferHandle g = uploadFloats(b, randomFloats(dim, rng));
+  BufferHandle w = uploadFloats(b, randomFloats(dim * dim, rng));
+  BufferHandle wq = uploadBytes(b, randomWeights(DType::Q4_0, dim, dim, rng));
+  BufferHandle wk = uploadBytes(b, randomWeights(DType::Q6_K, dim, 256, rng));
+  BufferHandle cache = *b.allocate(8 * dim * 4);
+  BufferHandle n = *b.allocate(dim * 4), q = *b.allocate(dim * 4), k = *b.allocate(dim * 4);
+  BufferHandle s = *b.allocate(8 * 4), o = *b.allocate(dim * 4), wide = *b.allocate(256 * 4);
+  EXPECT_TRUE(b.rmsNorm(x, g, n, dim, 1e-5f).ok());
+  EXPECT_TRUE(b.quantizedMatmul(wq, n, q, dim, dim, DType::Q4_0).ok());
+  EXPECT_TRUE(b.matmul(n, w, k, 1, dim, dim).ok());
+  EXPECT_TRUE(b.rope(q, k, pos, headDim, 10000.0f, heads, heads).ok());
+  for (uint32_t t = 0; t <= pos; ++t)
+    EXPECT_TRUE(b.copyBufferOffset(k, cache, 0, t * dim * 4, dim * 4).ok());
+  for (uint32_t h = 0; h < heads; ++h) {
+    EXPECT_TRUE(b.attnScore(q, cache, s, headDim, pos + 1, h * headDim, h * headDim, dim).ok());
+    EXPECT_TRUE(b.softmax(s, s, pos + 1).ok());
+    EXPECT_TRUE(b.attnValue(s, cache, o, headDim, pos + 1, h * headDim, dim, h * headDim).ok());
+  }
+  EXPECT_TRUE(b.silu(o, n, dim).ok());
+  EXPECT_TRUE(b.elementMul(n, q, n, dim).ok());
+  EXPECT_TRUE(b.add(n, x, x, dim).ok());
+  EXPECT_TRUE(b.copyBuffer(x, wide, dim * 4).ok());
+  EXPECT_TRUE(b.quantizedMatmul(wk, wide, s, 8, 256, DType::Q6_K).ok());
+  std::vector<float> result = downloadFloats(b, x, dim);
+  std::vector<float> tail = downloadFloats(b, s, 8);
+  result.insert(result.end(), tail.begin(), tail.end());
+  return result;
+}
+
+runtime::LazyBackendOptions cpuOptions(CpuCompilerOptions options = {}) {
+  runtime::LazyBackendOptions o;
+  o.compiler = makeCompiler(std::move(options));
+  o.name = "lazy-cpu";
+  return o;
+}
+
+TEST(CpuCompilerTest, LazyBackendMatchesTheReference) {
+  runtime::LazyBackend reference; // the interpreter: reference kernels
+  runtime::LazyBackend cpu(cpuOptions());
+  for (uint32_t pos : {0u, 1u, 2u, 5u})
+    expectNmse(runSequence(cpu, pos), runSequence(reference, pos), kF32Tolerance,
+               "pos " + std::to_string(pos));
+  EXPECT_THAT(cpu.lastPlanDescription(), HasSubstr("jit quantized_matmul_q4_0_nc64"));
+}
+
+TEST(CpuCompilerTest, KernelsThatFailToCompileRunOnTheReference) {
+  runtime::LazyBackend reference;
+  CpuCompilerOptions some;
+  some.logFallbacks = false;
+  some.failCompile = [](const OpCall &op) { return op.kind == OpKind::Softmax; };
+  auto compiler = makeCompiler(some);
+  ASSERT_TRUE(compiler);
+  CpuCompiler *raw = compiler.get();
+  runtime::LazyBackendOptions o;
+  o.compiler = std::move(compiler);
+  runtime::LazyBackend cpu(std::move(o));
+  expectNmse(runSequence(cpu, 3), runSequence(reference, 3));
+  EXPECT_EQ(raw->stats().fallbacks, 1u);
+  EXPECT_THAT(cpu.lastPlanDescription(), HasSubstr("reference (failed to compile) softmax"));
+  EXPECT_THAT(cpu.lastPlanDescription(), HasSubstr("jit attn_score"));
+
+  // Every kernel failing: the plan is the reference kernels, bit for bit.
+  CpuCompilerOptions all;
+  all.logFallbacks = false;
+  all.failCompile = [](const OpCall &) { return true; };
+  runtime::LazyBackend allFallback(cpuOptions(all));
+  EXPECT_EQ(runSequence(allFallback, 2), runSequence(reference, 2));
+}
+
+TEST(CpuCompilerTest, TheFailureIsAStatusWithTheKernelNamed) {
+  auto jit = codegen::CpuJit::create();
+  ASSERT_TRUE(jit.ok());
+  codegen::KernelSpec good = codegen::singleOpSpec(ops::silu(slot(0), slot(1), 8), 0);
+  codegen::KernelSpec bad = good;
+  bad.injectFailure = true;
+  auto result = (*jit)->compile({good, bad});
+  ASSERT_FALSE(result.ok());
+  EXPECT_THAT(std::string(result.status().message()), HasSubstr("silu"));
+  EXPECT_THAT(std::string(result.status().message()), HasSubstr("verifier"));
+  // The JIT stays usable.
+  EXPECT_TRUE((*jit)->compile({good}).ok());
+  codegen::KernelSpec fused = good;
+  fused.epilogue.push_back(good.anchor);
+  auto unfusable = (*jit)->compile({fused});
+  ASSERT_FALSE(unfusable.ok());
+  EXPECT_EQ(unfusable.status().code(), absl::StatusCode::kUnimplemented);
+}
+
+// A fused kernel of the fusion pipeline runs its member ops on their own kernels for now.
+TEST(CpuCompilerTest, MultiOpKernelsRunTheirMembers) {
+  auto compiler = makeCompiler();
+  ASSERT_TRUE(compiler);
+  OpCall norm = ops::rmsNorm(slot(0), slot(1), slot(2), 256, 1e-5f);
+  OpCall mv = ops::quantizedMatmul(slot(3), slot(2), slot(4), 32, 256, DType::Q4_K);
+  KernelProgram program;
+  Kernel kernel;
+  kernel.name = "rms_norm+quantized_matmul";
+  for (const OpCall &op : {norm, mv}) {
+    KernelMember m;
+    m.entry.op = op;
+    kernel.ops.push_back(m);
+  }
+  program.kernels.push_back(kernel);
+  auto plan = compiler->compileProgram(program);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ((*plan)->numKernels(), 1u);
+  std::mt19937 rng(2);
+  OpBuffers out;
+  out.bytes = {floatBytes(randomFloats(256, rng)), floatBytes(randomFloats(256, rng)),
+               poisonBytes(256 * 4), randomWeights(DType::Q4_K, 32, 256, rng), poisonBytes(32 * 4)};
+  OpBuffers ref = out;
+  ASSERT_TRUE(runPlan(**plan, out).ok());
+  runReference(norm, ref);
+  runReference(mv, ref);
+  expectNmse(bytesFloats(out.bytes[4]), bytesFloats(ref.bytes[4]));
+}
+
+TEST(CpuCompilerTest, KernelIRIsVectorizedLLVMIR) {
+  auto compiler = makeCompiler();
+  ASSERT_TRUE(compiler);
+  OpCall op = ops::quantizedMatmul(slot(0), slot(1), slot(2), 64, 2048, DType::Q4_0);
+  EXPECT_EQ(CpuCompiler::kernelName(op), "quantized_matmul_q4_0_nc2048");
+  absl::StatusOr<std::string> ir = compiler->kernelIR(op);
+  ASSERT_TRUE(ir.ok()) << ir.status();
+  EXPECT_THAT(*ir, HasSubstr("define void @quantized_matmul_q4_0_nc2048(ptr"));
+  EXPECT_THAT(*ir, HasSubstr("x float>"));
+  EXPECT_THAT(*ir, HasSubstr("fpext half"));
+  absl::StatusOr<std::string> raw = compiler->kernelIR(op, 0, /*optimized=*/false);
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  EXPECT_THAT(*raw, HasSubstr("align 1"));
+  std::printf("host: %s\n", compiler->hostDescription().c_str());
+}
+
+std::string modelPath() {
+  const char *env = std::getenv("SINTER_SHARED_DIR");
+  return std::string(env ? env : SINTER_SHARED_DIR) + "/models/stories260K.bin";
+}
+
+// Decodes a few tokens of `weights` on the cpu plans and on the reference kernels; prints the
+// cold compile time of the decode step's plan.
+void decodeAndCompare(const model::ModelWeights &weights, const char *what, uint32_t steps) {
+  runtime::LazyBackend reference;
+  auto compiler = makeCompiler();
+  ASSERT_TRUE(compiler);
+  CpuCompiler *raw = compiler.get();
+  runtime::LazyBackendOptions o;
+  o.compiler = std::move(compiler);
+  runtime::LazyBackend cpu(std::move(o));
+  auto refDecoder = model::Decoder::create(reference, weights);
+  auto cpuDecoder = model::Decoder::create(cpu, weights);
+  ASSERT_TRUE(refDecoder.ok() && cpuDecoder.ok());
+  uint32_t token = 1;
+  for (uint32_t pos = 0; pos < steps; ++pos) {
+    double before = raw->stats().compileSeconds;
+    auto t0 = std::chrono::steady_clock::now();
+    absl::StatusOr<std::vector<float>> got = (*cpuDecoder)->step(token, pos);
+    double stepSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    absl::StatusOr<std::vector<float>> want = (*refDecoder)->step(token, pos);
+    ASSERT_TRUE(got.ok() && want.ok());
+    expectNmse(*got, *want, kF32Tolerance, std::string(what) + " pos " + std::to_string(pos));
+    if (pos < 2)
+      std::printf("%s pos %u: step %.1f ms, of which compile %.1f ms (%llu kernels so far)\n", what,
+                  pos, stepSeconds * 1e3, (raw->stats().compileSeconds - before) * 1e3,
+                  static_cast<unsigned long long>(raw->stats().kernelsCompiled));
+    token = uint32_t(std::max_element(want->begin(), want->end()) - want->begin());
+  }
+  codegen::CpuJitTimes t = raw->stats().jit;
+  std::printf("%s: %llu kernels in %llu modules; build %.1f ms, lower %.1f ms, O3 %.1f ms, "
+              "codegen %.1f ms\n",
+              what, static_cast<unsigned long long>(t.kernels),
+              static_cast<unsigned long long>(t.modules), t.build * 1e3, t.lower * 1e3,
+              t.optimize * 1e3, t.codegen * 1e3);
+  // SEMANTICS-level targets are 300 ms (stories260K) on the CI machine; this bound only catches
+  // an order-of-magnitude regression on a loaded machine.
+  EXPECT_LT(raw->stats().compileSeconds, 5.0);
+}
+
+TEST(CpuCompilerTest, Stories260KDecodesLikeTheReference) {
+  absl::StatusOr<model::ModelWeights> weights = model::loadLlama2c(modelPath());
+  if (!weights.ok())
+    GTEST_SKIP() << "stories260K not available: " << weights.status();
+  decodeAndCompare(*weights, "stories260K", 6);
+}
+
+TEST(CpuCompilerTest, SyntheticQ4KModelDecodesLikeTheReference) {
+  model::SyntheticOptions so;
+  so.dtype = DType::Q4_K;
+  so.withVocab = false;
+  absl::StatusOr<model::ModelWeights> weights = model::generatePreset("micro", so);
+  ASSERT_TRUE(weights.ok()) << weights.status();
+  decodeAndCompare(*weights, "micro q4_k", 4);
+}
+
+} // namespace
+} // namespace sinter::test

@@ -16,11 +16,11 @@
 #include "absl/strings/str_format.h"
 #include "ir/Registration.h"
 #include "ir/SinterDialect.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Parser/Parser.h"
 #include "ir/TraceToModule.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "passes/ExtractProgram.h"
 #include "passes/Pipeline.h"
@@ -73,9 +73,9 @@ public:
       size_t at = 0;
       while (copyData[i][at] == args.slotData[i][at])
         ++at;
-      return absl::InternalError(absl::StrCat(
-          "SINTER_CHECK_FUSION: slot ", i, " differs at byte ", at, "\nfused:\n",
-          fusedProgram_.describe(), "unfused:\n", unfusedProgram_.describe()));
+      return absl::InternalError(absl::StrCat("SINTER_CHECK_FUSION: slot ", i, " differs at byte ",
+                                              at, "\nfused:\n", fusedProgram_.describe(),
+                                              "unfused:\n", unfusedProgram_.describe()));
     }
     return absl::OkStatus();
   }
@@ -132,8 +132,8 @@ absl::StatusOr<KernelProgram> compileTraceOnce(const Trace &trace,
   return compileProgram(*context, trace, params, options, dump);
 }
 
-absl::StatusOr<KernelProgram> compileMlirText(const std::string &text,
-                                              const FusionOptions &options, CompileDump *dump) {
+absl::StatusOr<KernelProgram> compileMlirText(const std::string &text, const FusionOptions &options,
+                                              CompileDump *dump) {
   std::unique_ptr<mlir::MLIRContext> context = ir::makeSinterContext();
   std::string diagnostics;
   mlir::ScopedDiagnosticHandler handler(context.get(), [&](mlir::Diagnostic &d) {

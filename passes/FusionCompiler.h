@@ -54,8 +54,7 @@ absl::StatusOr<KernelProgram> compileTraceOnce(const Trace &trace,
 /// Parses a trace module (as traceToMlirText or SINTER_DUMP wrote it), runs the pipeline and
 /// extracts the program. Parameters come from the `sinter.param` argument attributes, in
 /// argument order. InvalidArgument with the parser's diagnostics for bad text.
-absl::StatusOr<KernelProgram> compileMlirText(const std::string &text,
-                                              const FusionOptions &options,
+absl::StatusOr<KernelProgram> compileMlirText(const std::string &text, const FusionOptions &options,
                                               CompileDump *dump = nullptr);
 
 /// Makes the Plan that runs a compiled program (the plan interpreter by default).

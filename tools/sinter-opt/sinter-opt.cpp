@@ -4,10 +4,10 @@
 // with the sinter, func and arith dialects, and runs any registered pass on them; with
 // --mlir-print-ir-after-all it shows each step of a pipeline.
 #include "ir/Registration.h"
-#include "passes/Pipeline.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
+#include "passes/Pipeline.h"
 
 int main(int argc, char **argv) {
   // MLIR's generic passes (canonicalize, cse, symbol-dce, ...): cheap, and useful on sinter IR.

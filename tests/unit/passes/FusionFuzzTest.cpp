@@ -19,7 +19,7 @@
 namespace sinter {
 namespace {
 
-constexpr uint32_t kDim = 16;     // floats per vector buffer
+constexpr uint32_t kDim = 16;      // floats per vector buffer
 constexpr uint32_t kCacheRows = 4; // positions in the cache buffer
 constexpr int kVectors = 6;
 
@@ -91,19 +91,45 @@ std::string runGraph(uint32_t seed) {
       ComputeBackend &be = *all[b];
       BufferHandle A = vec[b][a], X = vec[b][x], O = vec[b][o];
       switch (kind) {
-      case 0: (void)be.add(A, X, O, n); break;
-      case 1: (void)be.elementMul(A, X, O, n); break;
-      case 2: (void)be.silu(A, O, n); break;
-      case 3: (void)be.softmax(A, O, n); break;
-      case 4: (void)be.rmsNorm(A, X, O, kDim, 1e-5f); break;
-      case 5: (void)be.copyBuffer(A, O, wholeCopy ? kDim * 4 : n * 4); break;
-      case 6: (void)be.copyBufferOffset(A, cache[b], 0, pos * kDim * 4, kDim * 4); break;
-      case 7: (void)be.rope(A, X, pos, 4, 10000.0f, kDim / 4, 1 + n % (kDim / 4)); break;
-      case 8: (void)be.quantizedMatmul(weight[b], A, O, kDim, kDim, DType::F32); break;
-      case 9: (void)be.matmul(A, weight[b], O, 1, kDim, kDim); break;
-      case 10: (void)be.attnScore(A, cache[b], O, 4, pos + 1, 4 * (n % 4), 4 * (n % 4), kDim); break;
-      case 11: (void)be.attnValue(A, cache[b], O, 4, pos + 1, 4 * (n % 4), kDim, 4 * (n % 4)); break;
-      case 12: (void)be.copyBufferOffset(cache[b], O, pos * kDim * 4, 0, kDim * 4); break;
+      case 0:
+        (void)be.add(A, X, O, n);
+        break;
+      case 1:
+        (void)be.elementMul(A, X, O, n);
+        break;
+      case 2:
+        (void)be.silu(A, O, n);
+        break;
+      case 3:
+        (void)be.softmax(A, O, n);
+        break;
+      case 4:
+        (void)be.rmsNorm(A, X, O, kDim, 1e-5f);
+        break;
+      case 5:
+        (void)be.copyBuffer(A, O, wholeCopy ? kDim * 4 : n * 4);
+        break;
+      case 6:
+        (void)be.copyBufferOffset(A, cache[b], 0, pos * kDim * 4, kDim * 4);
+        break;
+      case 7:
+        (void)be.rope(A, X, pos, 4, 10000.0f, kDim / 4, 1 + n % (kDim / 4));
+        break;
+      case 8:
+        (void)be.quantizedMatmul(weight[b], A, O, kDim, kDim, DType::F32);
+        break;
+      case 9:
+        (void)be.matmul(A, weight[b], O, 1, kDim, kDim);
+        break;
+      case 10:
+        (void)be.attnScore(A, cache[b], O, 4, pos + 1, 4 * (n % 4), 4 * (n % 4), kDim);
+        break;
+      case 11:
+        (void)be.attnValue(A, cache[b], O, 4, pos + 1, 4 * (n % 4), kDim, 4 * (n % 4));
+        break;
+      case 12:
+        (void)be.copyBufferOffset(cache[b], O, pos * kDim * 4, 0, kDim * 4);
+        break;
       case 13:
         if (b == 0 && std::count(alive.begin(), alive.end(), true) > 3)
           alive[o] = false;

@@ -1,6 +1,7 @@
 // ComputeBackend.cpp - the out-of-line pieces of the public interface header.
 //
-// The virtual destructor is defined here so that the vtable has one home, in SinterSupport, below every library that implements it.
+// The virtual destructor is defined here so that the vtable has one home, in SinterSupport, below
+// every library that implements it.
 #include "sinter/ComputeBackend.h"
 
 namespace sinter {

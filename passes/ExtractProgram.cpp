@@ -92,14 +92,7 @@ absl::StatusOr<sinter::KernelMember> Extractor::memberOp(mlir::Operation *op) {
   }
   for (unsigned i = 0; i < info.numInts; ++i)
     SINTER_RETURN_IF_ERROR(integer(op->getOperand(info.numBuffers + i), member, int(i)));
-  std::optional<OpCall> withAttrs = constantOpCall(op);
-  if (info.scalarName)
-    if (auto f = op->getAttrOfType<mlir::FloatAttr>(*kind == OpKind::Rope ? "freq_base" : "eps"))
-      call.scalar = float(f.getValueAsDouble());
-  if (info.hasDType)
-    if (auto d = op->getAttrOfType<mlir::IntegerAttr>("dtype"))
-      call.dtype = static_cast<DType>(d.getInt());
-  (void)withAttrs;
+  readAttributes(op, call);
   return member;
 }
 

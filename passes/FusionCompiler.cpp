@@ -88,21 +88,12 @@ private:
   std::vector<TraceBuffer> buffers_;
 };
 
-bool checkFusion() {
-  const char *s = std::getenv("SINTER_CHECK_FUSION");
-  return s && *s && std::string_view(s) != "0";
-}
-
-} // namespace
-
-absl::StatusOr<KernelProgram> compileProgram(mlir::MLIRContext &context, const Trace &trace,
-                                             const std::vector<IntSlot> &params,
-                                             const FusionOptions &options, CompileDump *dump,
-                                             bool dumpEachPass) {
-  SINTER_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module,
-                          ir::buildTraceModule(context, trace, params));
+// Runs the default pipeline on `module`, recording the IR before and after in `dump`.
+absl::Status runPipeline(mlir::ModuleOp module, const FusionOptions &options, CompileDump *dump,
+                         bool dumpEachPass) {
+  mlir::MLIRContext &context = *module.getContext();
   if (dump)
-    dump->before = printModule(*module);
+    dump->before = printModule(module);
   std::string diagnostics;
   mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
     llvm::raw_string_ostream os(diagnostics);
@@ -118,10 +109,27 @@ absl::StatusOr<KernelProgram> compileProgram(mlir::MLIRContext &context, const T
         [](mlir::Pass *, mlir::Operation *) { return true; }, /*printModuleScope=*/true,
         /*printAfterOnlyOnChange=*/false, /*printAfterOnlyOnFailure=*/false, llvm::errs());
   }
-  if (mlir::failed(pm.run(*module)))
+  if (mlir::failed(pm.run(module)))
     return absl::InternalError(absl::StrCat("the fusion pipeline failed: ", diagnostics));
   if (dump)
-    dump->after = printModule(*module);
+    dump->after = printModule(module);
+  return absl::OkStatus();
+}
+
+bool checkFusion() {
+  const char *s = std::getenv("SINTER_CHECK_FUSION");
+  return s && *s && std::string_view(s) != "0";
+}
+
+} // namespace
+
+absl::StatusOr<KernelProgram> compileProgram(mlir::MLIRContext &context, const Trace &trace,
+                                             const std::vector<IntSlot> &params,
+                                             const FusionOptions &options, CompileDump *dump,
+                                             bool dumpEachPass) {
+  SINTER_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module,
+                          ir::buildTraceModule(context, trace, params));
+  SINTER_RETURN_IF_ERROR(runPipeline(*module, options, dump, dumpEachPass));
   return extractProgram(*module, trace, params);
 }
 
@@ -158,14 +166,7 @@ absl::StatusOr<KernelProgram> compileMlirText(const std::string &text, const Fus
   func.walk([&](ir::UploadOp upload) {
     trace.payloads.resize(std::max<size_t>(trace.payloads.size(), upload.getPayload() + 1));
   });
-  if (dump)
-    dump->before = printModule(*module);
-  mlir::PassManager pm(context.get());
-  buildPipeline(pm, options);
-  if (mlir::failed(pm.run(*module)))
-    return absl::InternalError(absl::StrCat("the fusion pipeline failed: ", diagnostics));
-  if (dump)
-    dump->after = printModule(*module);
+  SINTER_RETURN_IF_ERROR(runPipeline(*module, options, dump, /*dumpEachPass=*/false));
   return extractProgram(*module, trace, params);
 }
 

@@ -209,6 +209,17 @@ llvm::SmallVector<unsigned> writtenOperands(mlir::Operation *op) {
   return written;
 }
 
+void readAttributes(mlir::Operation *op, OpCall &call) {
+  const OpInfo &info = opInfo(call.kind);
+  // The ODS attribute names are SEMANTICS.md's argument names, as in OpInfo.
+  if (info.scalarName)
+    if (auto f = op->getAttrOfType<mlir::FloatAttr>(info.scalarName))
+      call.scalar = float(f.getValueAsDouble());
+  if (info.hasDType)
+    if (auto d = op->getAttrOfType<mlir::IntegerAttr>("dtype"))
+      call.dtype = static_cast<DType>(d.getInt());
+}
+
 std::optional<OpCall> constantOpCall(mlir::Operation *op) {
   std::optional<OpKind> kind = graphOpKind(op);
   if (!kind)
@@ -224,13 +235,7 @@ std::optional<OpCall> constantOpCall(mlir::Operation *op) {
       return std::nullopt;
     call.ints[i] = value.getZExtValue();
   }
-  if (info.scalarName)
-    if (auto f =
-            op->getAttrOfType<mlir::FloatAttr>(info.kind == OpKind::Rope ? "freq_base" : "eps"))
-      call.scalar = float(f.getValueAsDouble());
-  if (info.hasDType)
-    if (auto d = op->getAttrOfType<mlir::IntegerAttr>("dtype"))
-      call.dtype = static_cast<DType>(d.getInt());
+  readAttributes(op, call);
   return call;
 }
 

@@ -55,6 +55,9 @@ KernelOp fuseAdjacent(mlir::Operation *first, mlir::Operation *second, llvm::Str
 /// Empty for ops that are not graph ops or uploads.
 llvm::SmallVector<unsigned> writtenOperands(mlir::Operation *op);
 
+/// Copies a graph op's float argument (eps, freq_base) and dtype into `call` (kind already set).
+void readAttributes(mlir::Operation *op, OpCall &call);
+
 /// The OpCall of a graph op whose integers are all constants (buffers numbered 1..n by operand
 /// position); std::nullopt otherwise.
 std::optional<OpCall> constantOpCall(mlir::Operation *op);

@@ -59,6 +59,7 @@ absl::Status Extractor::integer(mlir::Value v, sinter::KernelMember &out, int in
   if (it == paramNumber_.end())
     return absl::InternalError("a parameter argument names no IntSlot of the plan");
   out.paramOf[index] = it->second;
+  out.traceEntry = uint32_t(tag[0]); // the entry whose integer the parameter is
   return absl::OkStatus();
 }
 

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string_view>
 
@@ -92,8 +93,14 @@ private:
 absl::Status runPipeline(mlir::ModuleOp module, const FusionOptions &options, CompileDump *dump,
                          bool dumpEachPass) {
   mlir::MLIRContext &context = *module.getContext();
-  if (dump)
+  if (dump) {
     dump->before = printModule(module);
+    dump->opsBefore = 0;
+    module.walk([&](mlir::Operation *op) {
+      if (ir::graphOpKind(op) || mlir::isa<ir::UploadOp>(op))
+        ++dump->opsBefore;
+    });
+  }
   std::string diagnostics;
   mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
     llvm::raw_string_ostream os(diagnostics);
@@ -173,8 +180,14 @@ absl::StatusOr<KernelProgram> compileMlirText(const std::string &text, const Fus
 FusionCompiler::FusionCompiler(FusionOptions options, PlanMaker makePlan, std::string name)
     : options_(std::move(options)), makePlan_(std::move(makePlan)), name_(std::move(name)),
       context_(ir::makeSinterContext()) {
-  if (const char *dir = std::getenv("SINTER_DUMP"); dir && *dir)
+  if (const char *dir = std::getenv("SINTER_DUMP"); dir && *dir) {
     dumpDir_ = dir;
+    std::error_code error;
+    std::filesystem::create_directories(dumpDir_, error);
+    if (error)
+      std::fprintf(stderr, "sinter: SINTER_DUMP=%s: cannot create the folder: %s\n", dir,
+                   error.message().c_str());
+  }
   if (!makePlan_)
     makePlan_ = [](KernelProgram program) -> absl::StatusOr<std::unique_ptr<Plan>> {
       return makeInterpreterPlan(std::move(program));

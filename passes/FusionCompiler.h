@@ -32,8 +32,9 @@ struct FusionOptions {
 
 /// The IR of one compilation, for sinter-dump and SINTER_DUMP.
 struct CompileDump {
-  std::string before;                                             ///< the trace's module as built
-  std::string after;                                              ///< after the pipeline
+  std::string before;   ///< the trace's module as built
+  size_t opsBefore = 0; ///< graph ops and uploads in the module as built (the recorded calls)
+  std::string after;    ///< after the pipeline
   std::vector<std::pair<std::string, std::string>> afterEachPass; ///< (pass name, IR)
 };
 

@@ -1,8 +1,11 @@
 // KernelUtils.cpp - outlining runs of ops into sinter.kernel regions, and version queries.
 #include "passes/KernelUtils.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
@@ -76,20 +79,45 @@ bool producedBy(mlir::Operation *op, mlir::Value v) {
 
 namespace {
 
-// "rms_norm+qmatmul×3+rope": member op names, runs of one name counted.
+// "rms_norm+qmatmulx3+rope", "(attn_score+softmax+attn_value)x8": member op names, with runs of
+// one name counted and then repeated groups of names (one group a head, say) counted.
 std::string kernelName(llvm::ArrayRef<mlir::Operation *> members) {
-  std::string name;
+  // Runs of one name first.
+  std::vector<std::string> tokens;
   for (size_t i = 0; i < members.size();) {
     llvm::StringRef opName = members[i]->getName().stripDialect();
     size_t j = i;
     while (j < members.size() && members[j]->getName().stripDialect() == opName)
       ++j;
+    tokens.push_back(opName.str() + (j - i > 1 ? "x" + std::to_string(j - i) : ""));
+    i = j;
+  }
+  // Then, at each position, the group of tokens repeated back to back the most often.
+  std::string name;
+  for (size_t i = 0; i < tokens.size();) {
+    size_t bestLen = 1, bestRepeats = 1;
+    for (size_t len = 2; i + 2 * len <= tokens.size(); ++len) {
+      size_t repeats = 1;
+      while (i + (repeats + 1) * len <= tokens.size() &&
+             std::equal(tokens.begin() + i, tokens.begin() + i + len,
+                        tokens.begin() + i + repeats * len))
+        ++repeats;
+      if (repeats > 1 && repeats * len > bestRepeats * bestLen) {
+        bestLen = len;
+        bestRepeats = repeats;
+      }
+    }
     if (!name.empty())
       name += "+";
-    name += opName.str();
-    if (j - i > 1)
-      name += "x" + std::to_string(j - i);
-    i = j;
+    if (bestRepeats > 1) {
+      std::string group;
+      for (size_t k = i; k < i + bestLen; ++k)
+        group += (k > i ? "+" : "") + tokens[k];
+      name += "(" + group + ")x" + std::to_string(bestRepeats);
+    } else {
+      name += tokens[i];
+    }
+    i += bestLen * bestRepeats;
   }
   return name;
 }

@@ -24,7 +24,8 @@ namespace sinter {
 struct KernelMember {
   TraceEntry entry;
   std::array<int32_t, 5> paramOf{-1, -1, -1, -1, -1};
-  /// Index of the trace entry this op came from (for messages).
+  /// Index of the trace entry this op came from (for messages and sinter-dump): set for every
+  /// member of an unfused program, and for the members with a parameter in a fused one.
   uint32_t traceEntry = 0;
 };
 

@@ -149,6 +149,8 @@ absl::StatusOr<ModelWeights> generateSynthetic(const ModelConfig &config, bool s
     for (uint64_t r = 0; r < rows; r += step)
       chunks.push_back({j, r, std::min(rows, r + step)});
   }
+  if (options.zeroWeights)
+    chunks.clear();
   unsigned threads = options.threads ? options.threads : std::thread::hardware_concurrency();
   threads = std::max(1u, std::min<unsigned>(threads, unsigned(chunks.size())));
   std::atomic<size_t> next{0};

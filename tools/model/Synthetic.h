@@ -23,6 +23,9 @@ struct SyntheticOptions {
   uint64_t seed = 1;
   unsigned threads = 0;  ///< 0: one per hardware thread
   bool withVocab = true; ///< a made-up vocabulary "<unk>", "<s>", "</s>", "▁w3", "▁w4", ...
+  /// Leave every tensor all zero bytes (shapes and formats as usual): for tests that look only at
+  /// the calls a model makes (kernel counts), which then skip generating a billion weights.
+  bool zeroWeights = false;
 };
 
 /// A model of shape `config`. Matrices are uniform with standard deviation 1/sqrt(row length)

@@ -4,9 +4,11 @@
 // runs the fusion pipeline and prints the graph before and after, the kernels with their member
 // ops and the patterns that formed them, and optionally a Graphviz picture. It is how a fusion is
 // inspected and how a fusion bug is reported.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 
@@ -41,6 +43,8 @@ Options:
   --write-trace FILE     write the recorded trace as .mlir (sinter-opt and --trace read it back)
   --dot PREFIX           write PREFIX.dot (and PREFIX.svg when Graphviz is installed)
   --print-ir             print the IR before and after the pipeline (default: kernels only)
+  --all-members          list every member op (default: a kernel that repeats one group of ops,
+                         such as attention's per-head score, softmax, value, lists the group once)
   --help                 this text
 
 Output: a summary line (calls, kernels, kernels per layer), then one block per kernel listing
@@ -53,6 +57,7 @@ struct DumpOptions {
   uint32_t steps = 2;
   passes::FusionOptions fusion;
   bool printIR = false;
+  bool allMembers = false;
 };
 
 absl::StatusOr<DumpOptions> parse(int argc, char **argv) {
@@ -72,6 +77,14 @@ absl::StatusOr<DumpOptions> parse(int argc, char **argv) {
       o.printIR = true;
       continue;
     }
+    if (flag == "--all-members") {
+      o.allMembers = true;
+      continue;
+    }
+    static const char *const kValued[] = {"--synthetic", "--model", "--trace", "--write-trace",
+                                          "--dot",       "--dtype", "--steps", "--disable-fusion"};
+    if (std::find(std::begin(kValued), std::end(kValued), flag) == std::end(kValued))
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag ", flag, " (see --help)"));
     SINTER_ASSIGN_OR_RETURN(std::string v, value());
     if (flag == "--synthetic")
       o.synthetic = v;
@@ -91,6 +104,12 @@ absl::StatusOr<DumpOptions> parse(int argc, char **argv) {
         return absl::InvalidArgumentError(absl::StrCat("--steps: '", v, "' is not a count > 0"));
     } else if (flag == "--disable-fusion") {
       o.fusion.disabled = absl::StrSplit(v, ',', absl::SkipEmpty());
+      const std::vector<std::string> &known = passes::fusionPatternNames();
+      for (const std::string &name : o.fusion.disabled)
+        if (name != "all" && std::find(known.begin(), known.end(), name) == known.end())
+          return absl::InvalidArgumentError(absl::StrCat("--disable-fusion: unknown pattern '",
+                                                         name, "'; valid: all, ",
+                                                         absl::StrJoin(known, ", ")));
     } else {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag ", flag, " (see --help)"));
     }
@@ -141,11 +160,30 @@ absl::StatusOr<Recorded> record(const DumpOptions &o) {
   return out;
 }
 
-void printKernels(const KernelProgram &program, size_t calls, uint32_t layers) {
+// One block per kernel: its name, the patterns that formed it and its member ops. Integers that
+// are Plan parameters are marked `$N`; with a recorded trace they show this token's value.
+// The length of the shortest group of op kinds that `ops` repeats from start to end at least
+// twice (attention: one head's score, softmax, value), or ops.size() when there is none.
+size_t repeatedGroup(const std::vector<KernelMember> &ops) {
+  for (size_t len = 1; 2 * len <= ops.size(); ++len) {
+    if (ops.size() % len)
+      continue;
+    bool periodic = true;
+    for (size_t i = len; i < ops.size() && periodic; ++i)
+      periodic = ops[i].entry.op.kind == ops[i - len].entry.op.kind;
+    if (periodic)
+      return len;
+  }
+  return ops.size();
+}
+
+void printKernels(const KernelProgram &program, const Trace *recorded, size_t calls,
+                  uint32_t layers, bool allMembers) {
   size_t launches = program.numLaunches();
   std::printf("%zu calls -> %zu kernels", calls, launches);
   if (layers)
-    std::printf(" (%u layers: %.2f kernels per layer)", layers, double(launches) / layers);
+    std::printf(" (%u layers: %.2f kernels per layer, all kernels counted)", layers,
+                double(launches) / layers);
   std::printf("\n\n");
   size_t n = 0;
   for (const Kernel &k : program.kernels) {
@@ -157,23 +195,35 @@ void printKernels(const KernelProgram &program, size_t calls, uint32_t layers) {
     if (!k.patterns.empty())
       std::printf("  [%s]", absl::StrJoin(k.patterns, ", ").c_str());
     std::printf("\n");
-    for (const KernelMember &m : k.ops) {
+    const size_t shown = allMembers ? k.ops.size() : repeatedGroup(k.ops);
+    for (size_t j = 0; j < shown; ++j) {
+      const KernelMember &m = k.ops[j];
       OpCall op = m.entry.op;
-      std::string text = describeOp(op);
+      if (recorded && m.traceEntry < recorded->entries.size() &&
+          recorded->entries[m.traceEntry].op.kind == op.kind)
+        for (int i = 0; i < 5; ++i)
+          if (m.paramOf[i] >= 0) // traceEntry is known for members with parameters
+            op.ints[i] = recorded->entries[m.traceEntry].op.ints[i];
       std::string params;
       for (int i = 0; i < 5; ++i)
         if (m.paramOf[i] >= 0)
-          absl::StrAppend(&params, params.empty() ? "" : ", ", opInfo(op.kind).intNames[i],
-                          " = param ", m.paramOf[i]);
-      std::printf("    %s%s\n", text.c_str(),
-                  params.empty() ? "" : absl::StrCat("   {", params, "}").c_str());
+          absl::StrAppend(&params, params.empty() ? "" : ", ", opInfo(op.kind).intNames[i], "=$",
+                          m.paramOf[i]);
+      std::printf("    %s%s\n", describeOp(op).c_str(),
+                  params.empty() ? "" : absl::StrCat("   {params: ", params, "}").c_str());
     }
+    if (shown < k.ops.size())
+      std::printf("    ... and %zu more repetitions of these %zu ops (other offsets; "
+                  "--all-members lists them)\n",
+                  k.ops.size() / shown - 1, shown);
   }
 }
 
 absl::Status run(const DumpOptions &o) {
   passes::CompileDump dump;
   KernelProgram program;
+  Recorded rec;
+  bool haveTrace = false;
   size_t calls = 0;
   uint32_t layers = 0;
   if (!o.tracePath.empty()) {
@@ -183,10 +233,10 @@ absl::Status run(const DumpOptions &o) {
     std::stringstream text;
     text << in.rdbuf();
     SINTER_ASSIGN_OR_RETURN(program, passes::compileMlirText(text.str(), o.fusion, &dump));
-    for (const Kernel &k : program.kernels)
-      calls += k.ops.size();
+    calls = dump.opsBefore;
   } else {
-    SINTER_ASSIGN_OR_RETURN(Recorded rec, record(o));
+    SINTER_ASSIGN_OR_RETURN(rec, record(o));
+    haveTrace = true;
     calls = rec.trace.entries.size();
     layers = rec.layers;
     if (!o.writeTrace.empty()) {
@@ -199,7 +249,7 @@ absl::Status run(const DumpOptions &o) {
   if (o.printIR)
     std::printf("// ===== trace as recorded =====\n%s\n// ===== after the pipeline =====\n%s\n",
                 dump.before.c_str(), dump.after.c_str());
-  printKernels(program, calls, layers);
+  printKernels(program, haveTrace ? &rec.trace : nullptr, calls, layers, o.allMembers);
   if (!o.dotPrefix.empty())
     writeDotAndSvg(program, o.dotPrefix);
   return absl::OkStatus();

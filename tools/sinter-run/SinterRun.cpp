@@ -18,8 +18,7 @@
 #include "tools/model/Decoder.h"
 #include "tools/model/GgufModel.h"
 #include "tools/model/GgufWriter.h"
-#include "tools/model/Llama2cLoader.h"
-#include "tools/model/MappedFile.h"
+#include "tools/model/ModelFile.h"
 #include "tools/model/Synthetic.h"
 #include "tools/sinter-run/RunOptions.h"
 
@@ -45,21 +44,7 @@ absl::StatusOr<model::ModelWeights> loadModel(const RunOptions &o, std::string *
     *what = absl::StrFormat("synthetic %s (seed %u)", o.synthetic, o.seed);
   } else {
     bool gguf = false;
-    {
-      SINTER_ASSIGN_OR_RETURN(auto file, model::MappedFile::open(o.modelPath));
-      gguf = file->bytes().size() >= 4 && std::memcmp(file->bytes().data(), "GGUF", 4) == 0;
-    }
-    if (gguf) {
-      SINTER_ASSIGN_OR_RETURN(w, model::loadGguf(o.modelPath));
-    } else {
-      absl::StatusOr<model::ModelWeights> loaded = model::loadLlama2c(o.modelPath);
-      if (!loaded.ok())
-        return absl::Status(loaded.status().code(),
-                            absl::StrCat("not a GGUF file (no \"GGUF\" magic), and as a llama2.c "
-                                         "checkpoint: ",
-                                         loaded.status().message()));
-      w = std::move(*loaded);
-    }
+    SINTER_ASSIGN_OR_RETURN(w, model::loadModelFile(o.modelPath, &gguf));
     *what = absl::StrCat(o.modelPath, gguf ? " (GGUF)" : " (llama2.c)");
     if (o.dtype)
       SINTER_RETURN_IF_ERROR(model::quantizeMatrices(w, *o.dtype, &kept));

@@ -7,7 +7,7 @@ func.func @two_heads(%q: !sinter.buffer<64> {sinter.slot = 0 : i64}, %kc: !sinte
   %c0 = arith.constant 0 : i64
   %c8 = arith.constant 8 : i64
   %c16 = arith.constant 16 : i64
-  // CHECK: %[[K:.+]]:2 = sinter.kernel "attn_score+softmax+attn_value+attn_score+softmax+attn_value" patterns ["attention"]
+  // CHECK: %[[K:.+]]:2 = sinter.kernel "(attn_score+softmax+attn_value)x2" patterns ["attention"]
   // CHECK-COUNT-2: sinter.attn_score
   // CHECK: sinter.yield
   // CHECK-NOT: sinter.attn_score

@@ -2,7 +2,8 @@
 //
 // stories260K's decode step (213 calls over 5 layers) must come out of the fusion pipeline as
 // 27 kernels: five per layer plus the final norm+classifier and the embedding lookup. A change
-// in a pass that moves this number must change the golden on purpose.
+// in a pass that moves this number must change the golden on purpose. tinyllama-1.1b (22 layers,
+// grouped-query attention, 32 heads) must come out as 112 = 5 x 22 + 2.
 #include <cstdlib>
 #include <fstream>
 
@@ -12,6 +13,7 @@
 #include "runtime/LazyBackend.h"
 #include "tools/model/Decoder.h"
 #include "tools/model/Llama2cLoader.h"
+#include "tools/model/Synthetic.h"
 
 namespace sinter {
 namespace {
@@ -41,6 +43,60 @@ TEST(KernelCountTest, Stories260KDecodeStepIsFiveKernelsPerLayerPlusTwo) {
   EXPECT_EQ(lastCalls, 213u);
   EXPECT_EQ(lastKernels, 27u) << lazy.lastPlanDescription();
   EXPECT_LE(lastKernels, 5u * weights->config.nLayers + 2);
+}
+
+// Runs nothing: the tinyllama test needs the calls a decode step makes, not their results, and the
+// weights it uploads are all zero.
+class NoRunPlan : public Plan {
+public:
+  absl::Status run(const PlanArgs &) override { return absl::OkStatus(); }
+  size_t numKernels() const override { return 0; }
+  std::string describe() const override { return "no-run"; }
+};
+class NoRunCompiler : public PlanCompiler {
+public:
+  std::string name() const override { return "no-run"; }
+  absl::StatusOr<std::unique_ptr<Plan>> compile(const Trace &,
+                                                const std::vector<IntSlot> &) override {
+    return std::unique_ptr<Plan>(new NoRunPlan);
+  }
+};
+
+TEST(KernelCountTest, TinyLlamaDecodeStepIsFiveKernelsPerLayerPlusTwo) {
+  model::SyntheticOptions so;
+  so.dtype = DType::Q4_0;
+  so.zeroWeights = true;
+  auto weights = model::generatePreset("tinyllama-1.1b", so);
+  ASSERT_TRUE(weights.ok()) << weights.status();
+  ASSERT_EQ(weights->config.nLayers, 22u);
+  Trace last;
+  std::vector<IntSlot> params;
+  runtime::LazyBackendOptions o;
+  o.compiler = std::make_unique<NoRunCompiler>();
+  o.onFlush = [&](const Trace &t, absl::Span<const BufferHandle>) {
+    if (t.entries.size() > 8) // not the weight uploads
+      last = t;
+  };
+  runtime::LazyBackend lazy(std::move(o));
+  auto decoder = model::Decoder::create(lazy, *weights);
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  for (uint32_t pos = 0; pos < 2; ++pos)
+    ASSERT_TRUE((*decoder)->step(1, pos).ok());
+  // The second token's trace, with the parameters the plan cache found between the two.
+  params = lazy.planParameters(last);
+  EXPECT_FALSE(params.empty());
+  last.payloads.clear();
+  auto program = passes::compileTraceOnce(last, params, passes::FusionOptions{});
+  ASSERT_TRUE(program.ok()) << program.status();
+  EXPECT_EQ(last.entries.size(), 2511u); // attention is called per head: 32 x 3 calls a layer
+  EXPECT_EQ(program->numLaunches(), 112u);
+  EXPECT_LE(program->numLaunches(), 5u * weights->config.nLayers + 2);
+  // Fusion off is one kernel per call: the golden above is the passes' doing.
+  passes::FusionOptions off;
+  off.disabled = {"all"};
+  auto unfused = passes::compileTraceOnce(last, params, off);
+  ASSERT_TRUE(unfused.ok()) << unfused.status();
+  EXPECT_GT(unfused->numLaunches(), 2000u);
 }
 
 } // namespace

@@ -1,0 +1,67 @@
+// DescriptorCache.h - descriptor sets for dispatches, reused across flushes, bounded in number.
+//
+// A set is keyed by its pipeline and the exact (buffer, offset, size) of every binding, so a Plan
+// replayed token after token binds the sets it made on the first token and never calls
+// vkUpdateDescriptorSets again. Sets come from pools created as needed; when more than
+// `maxSets` are alive, trim() (called between flushes, with no work in flight) resets every pool
+// and forgets them all, so millions of distinct dispatches never run out or leak.
+#ifndef SINTER_RUNTIME_VULKAN_DESCRIPTORCACHE_H
+#define SINTER_RUNTIME_VULKAN_DESCRIPTORCACHE_H
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "runtime/vulkan/PipelineCache.h"
+
+namespace sinter::runtime::vulkan {
+
+struct DescriptorStats {
+  uint64_t lookups = 0;
+  uint64_t hits = 0;
+  uint64_t setsAllocated = 0;
+  uint64_t resets = 0;
+  uint64_t pools = 0;
+  uint64_t liveSets = 0;
+};
+
+class DescriptorCache {
+public:
+  /// `setsPerPool` sets (with up to 16 buffers each on average) per VkDescriptorPool; a trim
+  /// resets everything once more than `maxSets` sets are alive.
+  DescriptorCache(VkDevice device, uint32_t setsPerPool = 1024, uint64_t maxSets = 1 << 16);
+  ~DescriptorCache();
+  DescriptorCache(const DescriptorCache &) = delete;
+  DescriptorCache &operator=(const DescriptorCache &) = delete;
+
+  /// The set binding `buffers` to bindings 0..n-1 of `p`'s layout, made and written on first use.
+  /// The set stays valid until the next trim() that resets.
+  absl::StatusOr<VkDescriptorSet> get(const Pipeline &p, absl::Span<const BufferRef> buffers);
+  /// Resets all pools when more than maxSets sets are alive (or always with `force`). Only call
+  /// with no submitted work using the sets.
+  void trim(bool force = false);
+  DescriptorStats stats() const;
+
+private:
+  absl::StatusOr<VkDescriptorSet> allocate(VkDescriptorSetLayout layout, uint32_t numBuffers);
+
+  struct Pool {
+    VkDescriptorPool pool;
+    uint32_t setsLeft;
+    uint32_t descriptorsLeft;
+    uint32_t descriptors;
+  };
+  VkDevice device_;
+  uint32_t setsPerPool_;
+  uint64_t maxSets_;
+  std::vector<Pool> pools_;
+  size_t current_ = 0;
+  absl::flat_hash_map<std::vector<uint64_t>, VkDescriptorSet> sets_;
+  DescriptorStats stats_;
+};
+
+} // namespace sinter::runtime::vulkan
+
+#endif // SINTER_RUNTIME_VULKAN_DESCRIPTORCACHE_H

@@ -1,0 +1,231 @@
+// PipelineCache.cpp - pipelines from KernelBinary; the driver cache blob on disk.
+#include "runtime/vulkan/PipelineCache.h"
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "runtime/vulkan/VkStatus.h"
+#include "runtime/vulkan/VkStruct.h"
+#include "sinter/Status.h"
+
+namespace sinter::runtime::vulkan {
+
+uint64_t fnv1a(const void *data, size_t bytes, uint64_t seed) {
+  const auto *p = static_cast<const uint8_t *>(data);
+  uint64_t h = seed;
+  for (size_t i = 0; i < bytes; ++i)
+    h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+// The file: magic, payload length, FNV-1a of the payload, then the driver's blob.
+static constexpr char kMagic[8] = {'S', 'N', 'T', 'R', 'V', 'K', 'P', '1'};
+static constexpr size_t kFileHeader = 8 + 8 + 8;
+
+PipelineCache::PipelineCache(VkDevice device, const VkPhysicalDeviceProperties &props,
+                             std::string cacheDir)
+    : device_(device), props_(props) {
+  if (!cacheDir.empty()) {
+    std::string uuid;
+    for (uint8_t b : props.pipelineCacheUUID)
+      uuid += absl::StrFormat("%02x", b);
+    path_ = absl::StrFormat("%s/vulkan-pipelines-%04x-%04x-%s.bin", cacheDir, props.vendorID,
+                            props.deviceID, uuid);
+  }
+  load();
+}
+
+void PipelineCache::load() {
+  std::vector<uint8_t> blob;
+  if (!path_.empty()) {
+    std::ifstream in(path_, std::ios::binary);
+    if (in) {
+      std::vector<uint8_t> file((std::istreambuf_iterator<char>(in)),
+                                std::istreambuf_iterator<char>());
+      uint64_t length = 0, sum = 0;
+      bool ok = file.size() >= kFileHeader && std::memcmp(file.data(), kMagic, 8) == 0;
+      if (ok) {
+        std::memcpy(&length, file.data() + 8, 8);
+        std::memcpy(&sum, file.data() + 16, 8);
+        ok = length == file.size() - kFileHeader && fnv1a(file.data() + kFileHeader, length) == sum;
+      }
+      // The driver's own header (VkPipelineCacheHeaderVersionOne): 32 bytes naming the device.
+      if (ok && length >= 32) {
+        uint32_t vendor, deviceId;
+        std::memcpy(&vendor, file.data() + kFileHeader + 8, 4);
+        std::memcpy(&deviceId, file.data() + kFileHeader + 12, 4);
+        ok = vendor == props_.vendorID && deviceId == props_.deviceID &&
+             std::memcmp(file.data() + kFileHeader + 16, props_.pipelineCacheUUID, VK_UUID_SIZE) ==
+                 0;
+      }
+      if (ok) {
+        blob.assign(file.begin() + kFileHeader, file.end());
+      } else {
+        stats_.diskFileRejected = true;
+        std::fprintf(stderr,
+                     "sinter: warning: ignoring pipeline cache %s (%zu bytes): corrupt or made "
+                     "for another device\n",
+                     path_.c_str(), file.size());
+      }
+    }
+  }
+  auto info = vkStruct<VkPipelineCacheCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO);
+  info.initialDataSize = blob.size();
+  info.pInitialData = blob.empty() ? nullptr : blob.data();
+  if (vkCreatePipelineCache(device_, &info, nullptr, &cache_) != VK_SUCCESS) {
+    // A driver that rejects the blob anyway: start empty.
+    info.initialDataSize = 0;
+    info.pInitialData = nullptr;
+    blob.clear();
+    if (vkCreatePipelineCache(device_, &info, nullptr, &cache_) != VK_SUCCESS)
+      cache_ = VK_NULL_HANDLE;
+  }
+  stats_.loadedBytes = blob.size();
+}
+
+absl::Status PipelineCache::save() {
+  if (path_.empty() || cache_ == VK_NULL_HANDLE)
+    return absl::OkStatus();
+  size_t size = 0;
+  SINTER_RETURN_IF_ERROR(
+      vkStatus(vkGetPipelineCacheData(device_, cache_, &size, nullptr), "vkGetPipelineCacheData"));
+  std::vector<uint8_t> file(kFileHeader + size);
+  SINTER_RETURN_IF_ERROR(
+      vkStatus(vkGetPipelineCacheData(device_, cache_, &size, file.data() + kFileHeader),
+               "vkGetPipelineCacheData"));
+  file.resize(kFileHeader + size);
+  uint64_t length = size, sum = fnv1a(file.data() + kFileHeader, size);
+  std::memcpy(file.data(), kMagic, 8);
+  std::memcpy(file.data() + 8, &length, 8);
+  std::memcpy(file.data() + 16, &sum, 8);
+  // Write then rename, so a concurrent reader never sees half a file.
+  std::string tmp = absl::StrCat(path_, ".tmp");
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char *>(file.data()),
+              static_cast<std::streamsize>(file.size()));
+    if (!out)
+      return absl::UnavailableError(absl::StrCat("pipeline cache: cannot write ", tmp));
+  }
+  if (std::rename(tmp.c_str(), path_.c_str()) != 0)
+    return absl::UnavailableError(absl::StrCat("pipeline cache: cannot rename ", tmp));
+  return absl::OkStatus();
+}
+
+PipelineCache::~PipelineCache() {
+  absl::Status saved = save();
+  if (!saved.ok())
+    std::fprintf(stderr, "sinter: warning: %s\n", std::string(saved.message()).c_str());
+  for (auto &[hash, entries] : pipelines_) {
+    for (auto &e : entries) {
+      vkDestroyPipeline(device_, e.pipeline->pipeline, nullptr);
+      vkDestroyPipelineLayout(device_, e.pipeline->layout, nullptr);
+      vkDestroyDescriptorSetLayout(device_, e.pipeline->setLayout, nullptr);
+      vkDestroyShaderModule(device_, e.pipeline->module, nullptr);
+    }
+  }
+  if (cache_ != VK_NULL_HANDLE)
+    vkDestroyPipelineCache(device_, cache_, nullptr);
+}
+
+absl::StatusOr<const Pipeline *> PipelineCache::get(const KernelBinary &k) {
+  ++stats_.lookups;
+  uint64_t h = fnv1a(k.spirv.data(), k.spirv.size() * 4);
+  h = fnv1a(k.entryPoint.data(), k.entryPoint.size(), h);
+  uint32_t iface[2] = {k.numBuffers, k.pushConstantBytes};
+  h = fnv1a(iface, sizeof(iface), h);
+  std::vector<Entry> &bucket = pipelines_[h];
+  for (const Entry &e : bucket) {
+    if (e.numBuffers == k.numBuffers && e.pushConstantBytes == k.pushConstantBytes &&
+        e.entryPoint == k.entryPoint && e.spirv == k.spirv)
+      return e.pipeline.get();
+  }
+  SINTER_ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> p, build(k));
+  ++stats_.compiled;
+  bucket.push_back(Entry{k.spirv, k.entryPoint, k.numBuffers, k.pushConstantBytes, std::move(p)});
+  return bucket.back().pipeline.get();
+}
+
+absl::StatusOr<std::unique_ptr<Pipeline>> PipelineCache::build(const KernelBinary &k) {
+  const VkPhysicalDeviceLimits &lim = props_.limits;
+  if (k.spirv.size() < 5 || k.spirv[0] != 0x07230203u)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kernel ", k.entryPoint, ": not a SPIR-V module (", k.spirv.size(), " words)"));
+  if (k.pushConstantBytes % 4 != 0 || k.pushConstantBytes > lim.maxPushConstantsSize)
+    return absl::InvalidArgumentError(
+        absl::StrCat("kernel ", k.entryPoint, ": push constants of ", k.pushConstantBytes,
+                     " bytes (a multiple of 4 up to ", lim.maxPushConstantsSize, " allowed)"));
+  if (k.numBuffers > lim.maxPerStageDescriptorStorageBuffers)
+    return absl::InvalidArgumentError(absl::StrCat("kernel ", k.entryPoint, ": ", k.numBuffers,
+                                                   " buffers, the device allows ",
+                                                   lim.maxPerStageDescriptorStorageBuffers));
+  uint64_t invocations = uint64_t{k.localSize[0]} * k.localSize[1] * k.localSize[2];
+  for (int d = 0; d < 3; ++d) {
+    if (k.localSize[d] == 0 || k.localSize[d] > lim.maxComputeWorkGroupSize[d] ||
+        invocations > lim.maxComputeWorkGroupInvocations)
+      return absl::InvalidArgumentError(
+          absl::StrCat("kernel ", k.entryPoint, ": local size ", k.localSize[0], "x",
+                       k.localSize[1], "x", k.localSize[2], " exceeds the device limits (",
+                       lim.maxComputeWorkGroupInvocations, " invocations)"));
+  }
+  auto p = std::make_unique<Pipeline>();
+  p->numBuffers = k.numBuffers;
+  p->pushConstantBytes = k.pushConstantBytes;
+  p->localSize = k.localSize;
+  p->id = nextId_++;
+  auto fail = [&](VkResult r, const char *what) {
+    vkDestroyPipelineLayout(device_, p->layout, nullptr);
+    vkDestroyDescriptorSetLayout(device_, p->setLayout, nullptr);
+    vkDestroyShaderModule(device_, p->module, nullptr);
+    absl::Status s = vkStatus(r, absl::StrCat("kernel ", k.entryPoint, ": ", what));
+    // A driver rejecting a module is a codegen bug, not a runtime condition.
+    return r == VK_ERROR_DEVICE_LOST || s.code() == absl::StatusCode::kResourceExhausted
+               ? s
+               : absl::InternalError(s.message());
+  };
+  auto mod = vkStruct<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
+  mod.codeSize = k.spirv.size() * 4;
+  mod.pCode = k.spirv.data();
+  if (VkResult r = vkCreateShaderModule(device_, &mod, nullptr, &p->module); r != VK_SUCCESS)
+    return fail(r, "vkCreateShaderModule");
+  std::vector<VkDescriptorSetLayoutBinding> bindings(k.numBuffers);
+  for (uint32_t i = 0; i < k.numBuffers; ++i) {
+    bindings[i].binding = i;
+    bindings[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    bindings[i].descriptorCount = 1;
+    bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+  }
+  auto setInfo = vkStruct<VkDescriptorSetLayoutCreateInfo>(
+      VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO);
+  setInfo.bindingCount = k.numBuffers;
+  setInfo.pBindings = bindings.data();
+  if (VkResult r = vkCreateDescriptorSetLayout(device_, &setInfo, nullptr, &p->setLayout);
+      r != VK_SUCCESS)
+    return fail(r, "vkCreateDescriptorSetLayout");
+  VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, k.pushConstantBytes};
+  auto layoutInfo =
+      vkStruct<VkPipelineLayoutCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO);
+  layoutInfo.setLayoutCount = 1;
+  layoutInfo.pSetLayouts = &p->setLayout;
+  layoutInfo.pushConstantRangeCount = k.pushConstantBytes ? 1 : 0;
+  layoutInfo.pPushConstantRanges = &range;
+  if (VkResult r = vkCreatePipelineLayout(device_, &layoutInfo, nullptr, &p->layout);
+      r != VK_SUCCESS)
+    return fail(r, "vkCreatePipelineLayout");
+  auto info = vkStruct<VkComputePipelineCreateInfo>(VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO);
+  info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+  info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  info.stage.module = p->module;
+  info.stage.pName = k.entryPoint.c_str();
+  info.layout = p->layout;
+  if (VkResult r = vkCreateComputePipelines(device_, cache_, 1, &info, nullptr, &p->pipeline);
+      r != VK_SUCCESS)
+    return fail(r, "vkCreateComputePipelines");
+  return p;
+}
+
+} // namespace sinter::runtime::vulkan

@@ -1,0 +1,254 @@
+// VulkanDevice.cpp - instance, validation messenger, device selection, capabilities, queue.
+//
+// Transfers, submission and the one-shot dispatch are in VulkanTransfers.cpp.
+#include "runtime/vulkan/VulkanDevice.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "runtime/vulkan/DescriptorCache.h"
+#include "runtime/vulkan/PipelineCache.h"
+#include "runtime/vulkan/StagingRing.h"
+#include "runtime/vulkan/VkStatus.h"
+#include "runtime/vulkan/VkStruct.h"
+#include "runtime/vulkan/VulkanMemory.h"
+#include "sinter/Status.h"
+
+namespace sinter::runtime::vulkan {
+
+static constexpr const char *kValidationLayer = "VK_LAYER_KHRONOS_validation";
+
+static bool envIsOne(const char *name) {
+  const char *v = std::getenv(name);
+  return v && std::strcmp(v, "1") == 0;
+}
+
+absl::StatusOr<std::unique_ptr<VulkanDevice>> VulkanDevice::create(VulkanDeviceOptions options) {
+  std::unique_ptr<VulkanDevice> d(new VulkanDevice());
+  SINTER_RETURN_IF_ERROR(d->init(options));
+  return d;
+}
+
+absl::Status VulkanDevice::init(const VulkanDeviceOptions &options) {
+  validation_ = options.validation || envIsOne("SINTER_VK_VALIDATION");
+  timestamps_ = options.timestamps || envIsOne("SINTER_STATS");
+  std::string selector = options.deviceSelector;
+  if (selector.empty()) {
+    if (const char *env = std::getenv("SINTER_VK_DEVICE"))
+      selector = env;
+  }
+  SINTER_RETURN_IF_ERROR(createInstance(validation_));
+  SINTER_RETURN_IF_ERROR(pickPhysicalDevice(selector));
+  SINTER_RETURN_IF_ERROR(createLogicalDevice());
+  timestamps_ = timestamps_ && caps_.timestampValidBits > 0;
+  memory_ = std::make_unique<VulkanMemory>(physical_, device_, options.memoryBlockBytes,
+                                           caps_.minStorageBufferOffsetAlignment);
+  SINTER_ASSIGN_OR_RETURN(staging_, StagingRing::create(physical_, device_, options.stagingBytes));
+  std::string cacheDir = options.pipelineCacheDir;
+  if (cacheDir.empty()) {
+    if (const char *env = std::getenv("SINTER_CACHE_DIR"))
+      cacheDir = env;
+  }
+  VkPhysicalDeviceProperties props;
+  vkGetPhysicalDeviceProperties(physical_, &props);
+  pipelines_ = std::make_unique<PipelineCache>(device_, props, cacheDir);
+  descriptors_ = std::make_unique<DescriptorCache>(device_);
+  return absl::OkStatus();
+}
+
+VulkanDevice::~VulkanDevice() {
+  if (device_ != VK_NULL_HANDLE)
+    vkDeviceWaitIdle(device_);
+  descriptors_.reset();
+  pipelines_.reset();
+  staging_.reset();
+  memory_.reset();
+  if (fence_ != VK_NULL_HANDLE)
+    vkDestroyFence(device_, fence_, nullptr);
+  if (commandPool_ != VK_NULL_HANDLE)
+    vkDestroyCommandPool(device_, commandPool_, nullptr);
+  if (device_ != VK_NULL_HANDLE)
+    vkDestroyDevice(device_, nullptr);
+  if (messenger_ != VK_NULL_HANDLE) {
+    auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+        vkGetInstanceProcAddr(instance_, "vkDestroyDebugUtilsMessengerEXT"));
+    if (destroy)
+      destroy(instance_, messenger_, nullptr);
+  }
+  if (instance_ != VK_NULL_HANDLE)
+    vkDestroyInstance(instance_, nullptr);
+}
+
+VKAPI_ATTR VkBool32 VKAPI_CALL VulkanDevice::onMessage(
+    VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT kinds,
+    const VkDebugUtilsMessengerCallbackDataEXT *data, void *self) {
+  static_cast<VulkanDevice *>(self)->recordMessage(
+      severity, data->pMessageIdName ? data->pMessageIdName : "", data->pMessage);
+  return VK_FALSE;
+}
+
+void VulkanDevice::recordMessage(VkDebugUtilsMessageSeverityFlagBitsEXT severity, const char *id,
+                                 const char *text) {
+  if (severity < VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT)
+    return;
+  absl::MutexLock lock(&logMutex_);
+  ++log_.count;
+  if (log_.messages.size() < 64)
+    log_.messages.push_back(absl::StrCat(
+        severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning", ": ", id,
+        ": ", text ? text : ""));
+}
+
+ValidationLog VulkanDevice::validationLog() const {
+  absl::MutexLock lock(&logMutex_);
+  return log_;
+}
+
+absl::Status VulkanDevice::createInstance(bool validation) {
+  uint32_t loaderVersion = VK_API_VERSION_1_1;
+  if (vkEnumerateInstanceVersion(&loaderVersion) != VK_SUCCESS)
+    loaderVersion = VK_API_VERSION_1_1;
+  std::vector<const char *> layers, extensions;
+  auto messengerInfo = vkStruct<VkDebugUtilsMessengerCreateInfoEXT>(
+      VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT);
+  messengerInfo.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                                  VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+  messengerInfo.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                              VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                              VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+  messengerInfo.pfnUserCallback = &VulkanDevice::onMessage;
+  messengerInfo.pUserData = this;
+  if (validation) {
+    uint32_t n = 0;
+    vkEnumerateInstanceLayerProperties(&n, nullptr);
+    std::vector<VkLayerProperties> available(n);
+    vkEnumerateInstanceLayerProperties(&n, available.data());
+    bool found = std::any_of(available.begin(), available.end(), [](const VkLayerProperties &l) {
+      return std::strcmp(l.layerName, kValidationLayer) == 0;
+    });
+    if (!found)
+      return absl::FailedPreconditionError(absl::StrCat("vulkan: validation requested but ",
+                                                        kValidationLayer, " is not installed (", n,
+                                                        " layers present)"));
+    layers.push_back(kValidationLayer);
+    extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+  }
+  auto app = vkStruct<VkApplicationInfo>(VK_STRUCTURE_TYPE_APPLICATION_INFO);
+  app.pApplicationName = "sinter";
+  app.pEngineName = "sinter";
+  app.apiVersion = std::min<uint32_t>(loaderVersion, VK_API_VERSION_1_3);
+  auto info = vkStruct<VkInstanceCreateInfo>(VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO);
+  info.pApplicationInfo = &app;
+  info.enabledLayerCount = static_cast<uint32_t>(layers.size());
+  info.ppEnabledLayerNames = layers.data();
+  info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+  info.ppEnabledExtensionNames = extensions.data();
+  // Chained so messages from vkCreateInstance itself are counted too.
+  info.pNext = validation ? &messengerInfo : nullptr;
+  VkResult r = vkCreateInstance(&info, nullptr, &instance_);
+  if (r == VK_ERROR_INCOMPATIBLE_DRIVER)
+    return absl::UnavailableError("vulkan: no Vulkan driver (vkCreateInstance: "
+                                  "VK_ERROR_INCOMPATIBLE_DRIVER)");
+  SINTER_RETURN_IF_ERROR(vkStatus(r, "vulkan: vkCreateInstance"));
+  if (!validation)
+    return absl::OkStatus();
+  auto createMessenger = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+      vkGetInstanceProcAddr(instance_, "vkCreateDebugUtilsMessengerEXT"));
+  if (!createMessenger)
+    return absl::FailedPreconditionError("vulkan: VK_EXT_debug_utils has no messenger entry point");
+  return vkStatus(createMessenger(instance_, &messengerInfo, nullptr, &messenger_),
+                  "vulkan: vkCreateDebugUtilsMessengerEXT");
+}
+
+static int deviceScore(VkPhysicalDeviceType kind) {
+  switch (kind) {
+  case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+    return 4;
+  case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+    return 3;
+  case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+    return 2;
+  case VK_PHYSICAL_DEVICE_TYPE_CPU:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+static bool computeQueueFamily(VkPhysicalDevice dev, uint32_t *family, uint32_t *timestampBits) {
+  uint32_t n = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(dev, &n, nullptr);
+  std::vector<VkQueueFamilyProperties> families(n);
+  vkGetPhysicalDeviceQueueFamilyProperties(dev, &n, families.data());
+  for (uint32_t i = 0; i < n; ++i) {
+    if (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
+      *family = i;
+      *timestampBits = families[i].timestampValidBits;
+      return true;
+    }
+  }
+  return false;
+}
+
+absl::Status VulkanDevice::pickPhysicalDevice(const std::string &selector) {
+  uint32_t n = 0;
+  SINTER_RETURN_IF_ERROR(
+      vkStatus(vkEnumeratePhysicalDevices(instance_, &n, nullptr), "vkEnumeratePhysicalDevices"));
+  std::vector<VkPhysicalDevice> devices(n);
+  SINTER_RETURN_IF_ERROR(vkStatus(vkEnumeratePhysicalDevices(instance_, &n, devices.data()),
+                                  "vkEnumeratePhysicalDevices"));
+  if (n == 0)
+    return absl::UnavailableError("vulkan: no physical device");
+  std::vector<VkPhysicalDeviceProperties> props(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    vkGetPhysicalDeviceProperties(devices[i], &props[i]);
+    deviceNames_.push_back(props[i].deviceName);
+  }
+  auto usable = [&](uint32_t i) {
+    uint32_t family, bits;
+    return props[i].apiVersion >= VK_API_VERSION_1_1 &&
+           computeQueueFamily(devices[i], &family, &bits);
+  };
+  int chosen = -1;
+  uint32_t index = 0;
+  if (!selector.empty() && absl::SimpleAtoi(selector, &index)) {
+    if (index < n && usable(index))
+      chosen = static_cast<int>(index);
+  } else if (!selector.empty()) {
+    for (uint32_t i = 0; i < n && chosen < 0; ++i) {
+      if (absl::StrContains(absl::AsciiStrToLower(props[i].deviceName),
+                            absl::AsciiStrToLower(selector)) &&
+          usable(i))
+        chosen = static_cast<int>(i);
+    }
+  } else {
+    for (uint32_t i = 0; i < n; ++i) {
+      if (usable(i) &&
+          (chosen < 0 || deviceScore(props[i].deviceType) > deviceScore(props[chosen].deviceType)))
+        chosen = static_cast<int>(i);
+    }
+  }
+  if (chosen < 0) {
+    std::vector<std::string> listed;
+    for (uint32_t i = 0; i < n; ++i)
+      listed.push_back(absl::StrCat(i, ": ", deviceNames_[i]));
+    if (selector.empty())
+      return absl::UnavailableError(absl::StrCat("vulkan: none of ", n,
+                                                 " devices has Vulkan 1.1 and a compute queue (",
+                                                 absl::StrJoin(listed, ", "), ")"));
+    return absl::NotFoundError(absl::StrCat("vulkan: SINTER_VK_DEVICE '", selector,
+                                            "' matches no usable device (",
+                                            absl::StrJoin(listed, ", "), ")"));
+  }
+  physical_ = devices[chosen];
+  return absl::OkStatus();
+}
+
+} // namespace sinter::runtime::vulkan

@@ -1,0 +1,245 @@
+// VulkanDevice.h - one Vulkan instance, physical device, logical device and compute queue.
+//
+// The entry point of the Vulkan runtime: picks a device (a discrete GPU first, lavapipe when it is
+// all there is, SINTER_VK_DEVICE to choose), reports its capabilities for the SPIR-V code
+// generator, owns the memory sub-allocator and the staging ring, and offers a one-shot dispatch
+// so kernels can be tested before the command recorder runs whole Plans. Plain C API, no
+// exceptions; every VkResult becomes a Status in VkStatus.cpp.
+#ifndef SINTER_RUNTIME_VULKAN_VULKANDEVICE_H
+#define SINTER_RUNTIME_VULKAN_VULKANDEVICE_H
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include <vulkan/vulkan.h>
+
+namespace sinter::runtime::vulkan {
+
+class VulkanMemory;
+class StagingRing;
+class PipelineCache;
+class DescriptorCache;
+
+/// What the code generator needs to know about the device.
+struct DeviceCaps {
+  std::string deviceName;
+  VkPhysicalDeviceType deviceKind = VK_PHYSICAL_DEVICE_TYPE_OTHER;
+  bool discrete = false;
+  uint32_t vendorId = 0;
+  uint32_t deviceId = 0;
+  /// VK_API_VERSION_* the device reports (the runtime asks for at most 1.3).
+  uint32_t apiVersion = 0;
+  /// Default subgroup size; with subgroup size control, the range a pipeline may ask for.
+  uint32_t subgroupSize = 0;
+  uint32_t minSubgroupSize = 0;
+  uint32_t maxSubgroupSize = 0;
+  /// VkSubgroupFeatureFlags supported in compute shaders (basic, vote, arithmetic, ballot, shuffle,
+  /// shuffle relative, clustered, quad).
+  VkSubgroupFeatureFlags subgroupOps = 0;
+  /// 8/16-bit types in storage buffers (VK_KHR_8bit_storage / 16bit_storage features, enabled).
+  bool storageBuffer8BitAccess = false;
+  bool storageBuffer16BitAccess = false;
+  bool storagePushConstant8 = false;
+  bool storagePushConstant16 = false;
+  /// Arithmetic types in shaders (enabled when supported).
+  bool shaderFloat16 = false;
+  bool shaderInt8 = false;
+  bool shaderInt16 = false;
+  bool shaderInt64 = false;
+  /// SPV_KHR_integer_dot_product (Vulkan 1.3 core feature), enabled when supported; the second
+  /// says whether the packed signed 4x8-bit form is hardware accelerated.
+  bool integerDotProduct = false;
+  bool integerDotProduct4x8PackedSignedAccelerated = false;
+  /// Vulkan 1.2/1.3 features the SPIR-V may rely on (enabled when supported).
+  bool scalarBlockLayout = false;
+  bool vulkanMemoryModel = false;
+  bool shaderSubgroupExtendedTypes = false;
+  bool subgroupSizeControl = false;
+  bool computeFullSubgroups = false;
+  std::array<uint32_t, 3> maxComputeWorkGroupSize = {0, 0, 0};
+  std::array<uint32_t, 3> maxComputeWorkGroupCount = {0, 0, 0};
+  uint32_t maxComputeWorkGroupInvocations = 0;
+  uint32_t maxComputeSharedMemorySize = 0;
+  uint32_t maxPushConstantsSize = 0;
+  uint32_t maxStorageBufferRange = 0;
+  uint64_t minStorageBufferOffsetAlignment = 0;
+  uint32_t maxBoundDescriptorSets = 0;
+  uint32_t maxPerStageDescriptorStorageBuffers = 0;
+  /// Nanoseconds per timestamp tick; 0 when the compute queue has no timestamps.
+  float timestampPeriod = 0;
+  uint32_t timestampValidBits = 0;
+};
+
+struct VulkanDeviceOptions {
+  /// Enables VK_LAYER_KHRONOS_validation with a debug messenger that counts its messages (also
+  /// turned on by SINTER_VK_VALIDATION=1). Fails with FailedPrecondition when the layer is absent.
+  bool validation = false;
+  /// Device index or a substring of its name; empty: SINTER_VK_DEVICE, then the best device.
+  std::string deviceSelector;
+  /// Size of each VkDeviceMemory block the sub-allocator takes (larger requests get their own).
+  uint64_t memoryBlockBytes = 256ull << 20;
+  /// Size of the host-visible staging ring used by write and read.
+  uint64_t stagingBytes = 64ull << 20;
+  /// Record per-dispatch timestamps (also set by SINTER_STATS=1).
+  bool timestamps = false;
+  /// Folder of the disk pipeline cache; empty: SINTER_CACHE_DIR, and in memory only when unset.
+  std::string pipelineCacheDir;
+};
+
+/// A range of a device-local storage buffer. Several refs may share one VkBuffer (sub-allocation);
+/// `offset` is a multiple of minStorageBufferOffsetAlignment.
+struct BufferRef {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  /// The allocator's id of the range (0 for none); what freeBuffer releases.
+  uint64_t allocation = 0;
+};
+
+/// A compute kernel: SPIR-V words and its interface. Bindings 0..numBuffers-1 of descriptor set 0
+/// are storage buffers, bound in the order of the dispatch's buffer list; push constants
+/// (pushConstantBytes, a multiple of 4) start at offset 0. localSize is informational (the SPIR-V
+/// carries its own LocalSize) and checked against the device limits.
+struct KernelBinary {
+  std::vector<uint32_t> spirv;
+  std::string entryPoint = "main";
+  uint32_t numBuffers = 0;
+  uint32_t pushConstantBytes = 0;
+  std::array<uint32_t, 3> localSize = {1, 1, 1};
+};
+
+/// Messages the validation layer sent (warnings and errors; info and verbose are not counted).
+struct ValidationLog {
+  uint64_t count = 0;
+  /// The first 64 messages, "severity: id: text".
+  std::vector<std::string> messages;
+};
+
+/// Records one global memory barrier (no image or buffer barriers: buffers are sub-ranges and a
+/// global barrier costs the same on every driver we target).
+void recordMemoryBarrier(VkCommandBuffer cmd, VkPipelineStageFlags srcStages,
+                         VkAccessFlags srcAccess, VkPipelineStageFlags dstStages,
+                         VkAccessFlags dstAccess);
+
+/// The barrier every command buffer of the runtime starts with: earlier submissions' shader and
+/// transfer writes become visible to this one's shader and transfer accesses.
+void recordEntryBarrier(VkCommandBuffer cmd);
+
+/// InvalidArgument unless `buffers` and `pushConstants` match `k` and the groups and bound
+/// ranges are within the device limits.
+absl::Status checkDispatch(const DeviceCaps &caps, const KernelBinary &k,
+                           absl::Span<const BufferRef> buffers,
+                           absl::Span<const uint8_t> pushConstants, std::array<uint32_t, 3> groups);
+
+/// The VulkanDevice is externally synchronized: one thread at a time calls its methods (the
+/// backend holds its own lock), except validationLog(), deviceLost() and the memory allocator.
+class VulkanDevice {
+public:
+  /// Creates the instance (with validation when asked), picks the physical device, creates the
+  /// logical device with every feature in DeviceCaps that the device supports, a compute queue,
+  /// the memory allocator and the staging ring. Unavailable when no Vulkan device exists;
+  /// NotFound when SINTER_VK_DEVICE / deviceSelector matches none (the message lists them).
+  static absl::StatusOr<std::unique_ptr<VulkanDevice>> create(VulkanDeviceOptions options = {});
+  ~VulkanDevice();
+  VulkanDevice(const VulkanDevice &) = delete;
+  VulkanDevice &operator=(const VulkanDevice &) = delete;
+
+  const DeviceCaps &caps() const { return caps_; }
+  /// Names of every physical device, in enumeration order (the indices SINTER_VK_DEVICE takes).
+  const std::vector<std::string> &deviceNames() const { return deviceNames_; }
+  bool validationEnabled() const { return validation_; }
+  bool timestampsEnabled() const { return timestamps_; }
+  /// Validation messages so far (count 0 and no messages when validation is off).
+  ValidationLog validationLog() const;
+
+  /// A device-local storage buffer range of `bytes` bytes (rounded up to 4; at least 4).
+  /// ResourceExhausted when device memory runs out.
+  absl::StatusOr<BufferRef> createBuffer(uint64_t bytes);
+  /// Releases a range made by createBuffer; a null ref is ignored. The caller makes sure no
+  /// pending work uses it (the one-shot paths below wait for completion).
+  void freeBuffer(const BufferRef &ref);
+  /// Copies `data` into the buffer at `offset` through the staging ring and waits.
+  /// InvalidArgument when the range is outside the buffer.
+  absl::Status write(const BufferRef &dst, absl::Span<const uint8_t> data, uint64_t offset = 0);
+  /// Copies out.size() bytes from the buffer at `offset` into `out` and waits.
+  absl::Status read(const BufferRef &src, absl::Span<uint8_t> out, uint64_t offset = 0);
+
+  /// Runs one kernel and waits: builds (or finds in the pipeline cache) its pipeline, binds
+  /// `buffers` to bindings 0..n-1, pushes `pushConstants`, dispatches `groups` workgroups.
+  /// InvalidArgument when the buffer count or push-constant size disagrees with `k` or a limit
+  /// is exceeded; Internal when the driver rejects the SPIR-V; Unavailable on device loss.
+  absl::Status dispatchOnce(const KernelBinary &k, absl::Span<const BufferRef> buffers,
+                            absl::Span<const uint8_t> pushConstants,
+                            std::array<uint32_t, 3> groups);
+
+  // Handles for the runtime's other objects (memory, staging, pipelines, command recorder).
+  VkInstance instance() const { return instance_; }
+  VkPhysicalDevice physicalDevice() const { return physical_; }
+  VkDevice device() const { return device_; }
+  VkQueue queue() const { return queue_; }
+  uint32_t queueFamily() const { return queueFamily_; }
+  VulkanMemory &memory() { return *memory_; }
+  StagingRing &staging() { return *staging_; }
+  PipelineCache &pipelines() { return *pipelines_; }
+  DescriptorCache &descriptors() { return *descriptors_; }
+
+  /// Submits one primary command buffer to the compute queue and waits for it. Maps the result
+  /// (and the fault hook's) to a Status; after device loss every later submit is Unavailable.
+  absl::Status submitAndWait(VkCommandBuffer cmd);
+  /// A one-time-submit command buffer from the device's pool, begun; give it to endOneShot.
+  absl::StatusOr<VkCommandBuffer> beginOneShot();
+  /// Ends, submits and waits for a command buffer from beginOneShot, then frees it.
+  absl::Status endOneShot(VkCommandBuffer cmd);
+
+  /// Test only: the next submitAndWait fails with `result` (VK_ERROR_DEVICE_LOST,
+  /// VK_ERROR_OUT_OF_DEVICE_MEMORY, ...) instead of waiting for the queue; VK_SUCCESS clears it.
+  void injectSubmitFaultForTesting(VkResult result);
+  /// True once a submit saw VK_ERROR_DEVICE_LOST (real or injected).
+  bool deviceLost() const;
+
+private:
+  VulkanDevice() = default;
+  absl::Status init(const VulkanDeviceOptions &options);
+  absl::Status createInstance(bool validation);
+  absl::Status pickPhysicalDevice(const std::string &selector);
+  absl::Status createLogicalDevice();
+  void recordMessage(VkDebugUtilsMessageSeverityFlagBitsEXT severity, const char *id,
+                     const char *text);
+  static VKAPI_ATTR VkBool32 VKAPI_CALL onMessage(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                                  VkDebugUtilsMessageTypeFlagsEXT kinds,
+                                                  const VkDebugUtilsMessengerCallbackDataEXT *data,
+                                                  void *self);
+
+  VkInstance instance_ = VK_NULL_HANDLE;
+  VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+  VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  uint32_t queueFamily_ = 0;
+  VkCommandPool commandPool_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+  DeviceCaps caps_;
+  std::vector<std::string> deviceNames_;
+  bool validation_ = false;
+  bool timestamps_ = false;
+  std::unique_ptr<VulkanMemory> memory_;
+  std::unique_ptr<StagingRing> staging_;
+  std::unique_ptr<PipelineCache> pipelines_;
+  std::unique_ptr<DescriptorCache> descriptors_;
+
+  mutable absl::Mutex logMutex_;
+  ValidationLog log_ ABSL_GUARDED_BY(logMutex_);
+  mutable absl::Mutex submitMutex_;
+  VkResult injectedFault_ ABSL_GUARDED_BY(submitMutex_) = VK_SUCCESS;
+  bool lost_ ABSL_GUARDED_BY(submitMutex_) = false;
+};
+
+} // namespace sinter::runtime::vulkan
+
+#endif // SINTER_RUNTIME_VULKAN_VULKANDEVICE_H

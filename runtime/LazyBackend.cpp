@@ -5,6 +5,7 @@
 // kept and returned by the next synchronize or copy_from_device.
 #include "runtime/LazyBackend.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -28,14 +29,37 @@ LazyBackendOptions withEnvironment(LazyBackendOptions options) {
     options.maxTraceEntries = limit;
   if (!options.compiler)
     options.compiler = std::make_unique<InterpreterCompiler>();
+  if (!options.store)
+    options.store = std::make_unique<HostBufferStore>(options.memoryLimitBytes);
   return options;
 }
 
 } // namespace
 
+BufferStore::~BufferStore() = default;
+
+absl::StatusOr<BufferHandle> HostBufferStore::allocate(uint64_t sizeBytes) {
+  return buffers_.allocate(sizeBytes);
+}
+
+absl::Status HostBufferStore::write(BufferHandle handle, absl::Span<const uint8_t> data) {
+  std::memcpy(buffers_.data(handle), data.data(), data.size());
+  return absl::OkStatus();
+}
+
+absl::Status HostBufferStore::read(BufferHandle handle, absl::Span<uint8_t> out) {
+  std::memcpy(out.data(), buffers_.data(handle), out.size());
+  return absl::OkStatus();
+}
+
+DeviceInfo HostBufferStore::deviceInfo(const std::string &compiler) const {
+  return DeviceInfo{absl::StrCat("host (", compiler, ")"), BackendKind::Cpu, buffers_.limitBytes(),
+                    std::max(1u, std::thread::hardware_concurrency())};
+}
+
 LazyBackend::LazyBackend(LazyBackendOptions options)
     : options_(withEnvironment(std::move(options))), compiler_(std::move(options_.compiler)),
-      memory_(options_.memoryLimitBytes), cache_(*compiler_, options_.planCacheCapacity) {}
+      memory_(std::move(options_.store)), cache_(*compiler_, options_.planCacheCapacity) {}
 
 LazyBackend::~LazyBackend() {
   absl::MutexLock lock(&mu_);
@@ -48,28 +72,27 @@ std::string LazyBackend::name() const { return options_.name; }
 
 DeviceInfo LazyBackend::deviceInfo() const {
   absl::MutexLock lock(&mu_);
-  return DeviceInfo{absl::StrCat("host (", compiler_->name(), ")"), BackendKind::Cpu,
-                    memory_.limitBytes(), std::max(1u, std::thread::hardware_concurrency())};
+  return memory_->deviceInfo(compiler_->name());
 }
 
 absl::StatusOr<uint64_t> LazyBackend::liveSize(BufferHandle handle) const {
   if (zombies_.contains(handle.id))
     return absl::NotFoundError(absl::StrFormat("buffer %d not found (freed)", handle.id));
-  return memory_.size(handle);
+  return memory_->size(handle);
 }
 
 absl::StatusOr<BufferHandle> LazyBackend::allocate(uint64_t sizeBytes) {
   absl::MutexLock lock(&mu_);
-  return memory_.allocate(sizeBytes);
+  return memory_->allocate(sizeBytes);
 }
 
 absl::Status LazyBackend::free(BufferHandle handle) {
   absl::MutexLock lock(&mu_);
-  if (zombies_.contains(handle.id) || !memory_.contains(handle))
+  if (zombies_.contains(handle.id) || !memory_->contains(handle))
     return absl::NotFoundError(absl::StrFormat("free: buffer %d not found", handle.id));
   auto slot = slotOfHandle_.find(handle.id);
   if (slot == slotOfHandle_.end())
-    return memory_.release(handle);
+    return memory_->release(handle);
   // Pending work uses the buffer: its final version is no longer observable, and the bytes are
   // released after the flush that runs that work.
   trace_.buffers[slot->second].observable = false;
@@ -83,7 +106,7 @@ uint32_t LazyBackend::slotFor(BufferHandle handle) {
   auto [it, inserted] = slotOfHandle_.try_emplace(handle.id, uint32_t(slotHandles_.size()));
   if (inserted) {
     slotHandles_.push_back(handle);
-    trace_.buffers.push_back(TraceBuffer{*memory_.size(handle), true});
+    trace_.buffers.push_back(TraceBuffer{*memory_->size(handle), true});
   }
   return it->second;
 }
@@ -111,16 +134,13 @@ absl::Status LazyBackend::copyToDevice(absl::Span<const uint8_t> data, BufferHan
   if (!slotOfHandle_.contains(handle.id)) {
     // No pending op touches the buffer, so writing now is the same as writing in order; this
     // keeps weight uploads from being copied twice.
-    std::memcpy(memory_.data(handle), data.data(), data.size());
-    return absl::OkStatus();
+    return memory_->write(handle, data);
   }
   if (trace_.entries.size() >= options_.maxTraceEntries) {
     ++stats_.sizeLimitFlushes;
     (void)flushLocked("trace-size limit");
-    if (!slotOfHandle_.contains(handle.id)) {
-      std::memcpy(memory_.data(handle), data.data(), data.size());
-      return absl::OkStatus();
-    }
+    if (!slotOfHandle_.contains(handle.id))
+      return memory_->write(handle, data);
   }
   TraceEntry entry;
   entry.kind = TraceEntry::Kind::Upload;
@@ -140,8 +160,7 @@ absl::Status LazyBackend::copyFromDevice(BufferHandle handle, absl::Span<uint8_t
   (void)flushLocked("copy_from_device");
   absl::Status deferred = std::exchange(deferredError_, absl::OkStatus());
   SINTER_RETURN_IF_ERROR(deferred);
-  std::memcpy(data.data(), memory_.data(handle), data.size());
-  return absl::OkStatus();
+  return memory_->read(handle, data);
 }
 
 absl::Status LazyBackend::synchronize() {
@@ -153,7 +172,7 @@ absl::Status LazyBackend::synchronize() {
 void LazyBackend::releasePendingFrees() {
   for (BufferHandle h : pendingFrees_) {
     zombies_.erase(h.id);
-    (void)memory_.release(h);
+    (void)memory_->release(h);
   }
   pendingFrees_.clear();
 }
@@ -176,9 +195,16 @@ absl::Status LazyBackend::flushLocked(const char *why) {
                                        " recorded calls failed: ", lookup.status().message()));
   } else {
     std::vector<uint8_t *> slotData(slotHandles_.size());
-    for (size_t i = 0; i < slotHandles_.size(); ++i)
-      slotData[i] = memory_.data(slotHandles_[i]);
+    std::vector<void *> slotDevice(slotHandles_.size());
+    bool onDevice = false;
+    for (size_t i = 0; i < slotHandles_.size(); ++i) {
+      slotData[i] = memory_->hostData(slotHandles_[i]);
+      slotDevice[i] = memory_->deviceRef(slotHandles_[i]);
+      onDevice = onDevice || slotDevice[i];
+    }
     PlanArgs args{slotData, lookup->params, trace_.payloads, slotHandles_};
+    if (onDevice)
+      args.slotDevice = slotDevice;
     kernels = lookup->plan->numKernels();
     absl::Status run = lookup->plan->run(args);
     if (!run.ok())

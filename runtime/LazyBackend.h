@@ -4,8 +4,9 @@
 // the pending Trace; nothing runs until a flush point: synchronize, copy_from_device (which
 // flushes everything recorded, not only what the read depends on: one flush per token is the
 // point), or the trace-size limit. A flush looks the trace up in the PlanCache (compiling on a
-// miss) and runs the Plan over host memory. Failures of deferred work are reported by the next
-// synchronize or copy_from_device.
+// miss) and runs the Plan over the buffer store's memory (host memory unless the options name a
+// BufferStore, as the Vulkan backend does for device memory). Failures of deferred work are
+// reported by the next synchronize or copy_from_device.
 #ifndef SINTER_RUNTIME_LAZYBACKEND_H
 #define SINTER_RUNTIME_LAZYBACKEND_H
 
@@ -35,15 +36,65 @@ struct LazyStats {
   PlanCacheStats cache;
 };
 
+/// Where a lazy backend keeps the bytes of its buffers: host memory by default (HostBufferStore),
+/// device memory for a GPU backend. The recorder, the plan cache and parameter discovery do not
+/// depend on it; a Plan reaches each slot's bytes through PlanArgs::slotData (hostData) or
+/// PlanArgs::slotDevice (deviceRef). The backend serializes every call under its lock, and calls
+/// write and read only when no recorded work touches the buffer (after a flush has completed).
+class BufferStore {
+public:
+  virtual ~BufferStore();
+  /// A new zero-filled buffer with a fresh process-wide id; ResourceExhausted (and nothing
+  /// created) when the memory or the limit says no.
+  virtual absl::StatusOr<BufferHandle> allocate(uint64_t sizeBytes) = 0;
+  /// Releases the bytes; NotFound "free: buffer 7 not found" when unknown.
+  virtual absl::Status release(BufferHandle handle) = 0;
+  /// Size of a live buffer, or NotFound "buffer 7 not found".
+  virtual absl::StatusOr<uint64_t> size(BufferHandle handle) const = 0;
+  virtual bool contains(BufferHandle handle) const = 0;
+  /// Writes `data` at offset 0 of a live buffer, now.
+  virtual absl::Status write(BufferHandle handle, absl::Span<const uint8_t> data) = 0;
+  /// Reads out.size() bytes from offset 0 of a live buffer, now.
+  virtual absl::Status read(BufferHandle handle, absl::Span<uint8_t> out) = 0;
+  /// The buffer's bytes in host memory, or null when they live elsewhere.
+  virtual uint8_t *hostData(BufferHandle handle) const = 0;
+  /// The store's opaque reference to a live buffer for Plans over device memory (null for host
+  /// memory). Valid until the buffer is released or the next allocate.
+  virtual void *deviceRef(BufferHandle handle) const { return nullptr; }
+  /// What deviceInfo() reports; `compiler` is the plan compiler's name.
+  virtual DeviceInfo deviceInfo(const std::string &compiler) const = 0;
+};
+
+/// The default store: HostBuffers under a byte limit (0: the host's physical memory).
+class HostBufferStore final : public BufferStore {
+public:
+  explicit HostBufferStore(uint64_t limitBytes = 0) : buffers_(limitBytes) {}
+  absl::StatusOr<BufferHandle> allocate(uint64_t sizeBytes) override;
+  absl::Status release(BufferHandle handle) override { return buffers_.release(handle); }
+  absl::StatusOr<uint64_t> size(BufferHandle handle) const override {
+    return buffers_.size(handle);
+  }
+  bool contains(BufferHandle handle) const override { return buffers_.contains(handle); }
+  absl::Status write(BufferHandle handle, absl::Span<const uint8_t> data) override;
+  absl::Status read(BufferHandle handle, absl::Span<uint8_t> out) override;
+  uint8_t *hostData(BufferHandle handle) const override { return buffers_.data(handle); }
+  DeviceInfo deviceInfo(const std::string &compiler) const override;
+
+private:
+  HostBuffers buffers_;
+};
+
 struct LazyBackendOptions {
   /// Makes the Plans; the plan interpreter when null.
   std::unique_ptr<PlanCompiler> compiler;
+  /// Keeps the buffers; a HostBufferStore of memoryLimitBytes when null.
+  std::unique_ptr<BufferStore> store;
   /// name() of the backend.
   std::string name = "sinter-lazy";
   /// A trace this long is flushed on the next call (SINTER_MAX_TRACE overrides).
   size_t maxTraceEntries = 1 << 16;
   size_t planCacheCapacity = 64;
-  /// 0: the host's physical memory.
+  /// Limit of the default host store; 0: the host's physical memory.
   uint64_t memoryLimitBytes = 0;
   /// Print one line per flush to stderr (also set by SINTER_STATS=1).
   bool printStats = false;
@@ -88,7 +139,7 @@ private:
   mutable absl::Mutex mu_;
   LazyBackendOptions options_;
   std::unique_ptr<PlanCompiler> compiler_;
-  HostBuffers memory_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<BufferStore> memory_ ABSL_GUARDED_BY(mu_);
   /// Handles freed by the caller whose bytes pending work still reads.
   absl::flat_hash_map<uint64_t, bool> zombies_ ABSL_GUARDED_BY(mu_);
   std::vector<BufferHandle> pendingFrees_ ABSL_GUARDED_BY(mu_);

@@ -26,6 +26,9 @@ struct PlanArgs {
   absl::Span<const std::shared_ptr<const std::vector<uint8_t>>> payloads;
   /// The caller's handle of each slot, so that errors name the buffers the caller knows.
   absl::Span<const BufferHandle> slotHandles;
+  /// The buffer store's device reference of each slot (LazyBackend's BufferStore::deviceRef) when
+  /// the bytes live in device memory; then slotData holds nulls. Empty for host memory.
+  absl::Span<void *const> slotDevice = {};
 };
 
 /// An executable form of one trace structure.

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "backends/CpuBackend.h"
 #include "backends/ReferenceBackend.h"
 #include "passes/FusionCompiler.h"
 #include "runtime/LazyBackend.h"
@@ -42,6 +43,11 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> makeLazy(const BackendOptions &o
   return std::unique_ptr<ComputeBackend>(new runtime::LazyBackend(std::move(lazy)));
 }
 
+// The lazy recorder with plans compiled for the host by the LLVM JIT (backends/CpuBackend.h).
+absl::StatusOr<std::unique_ptr<ComputeBackend>> makeCpu(const BackendOptions &options) {
+  return createCpuBackend(options);
+}
+
 struct KindEntry {
   const char *name;
   MakeFn make; ///< nullptr: a known kind that this build does not have yet
@@ -49,7 +55,7 @@ struct KindEntry {
 
 constexpr KindEntry kKinds[] = {
     {"reference", makeReference},
-    {"cpu", nullptr},
+    {"cpu", makeCpu},
     {"vulkan", nullptr},
     {"lazy", makeLazy},
 };

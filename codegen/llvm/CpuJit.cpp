@@ -3,10 +3,20 @@
 // One MLIRContext and one LLJIT per CpuJit. MLIR diagnostics and LLVM errors are captured into
 // the returned Status (the JIT session's own error reporter is silenced for the same reason), so
 // a kernel that fails to compile never aborts the process and never prints half a message.
+// The disk cache (SINTER_CACHE_DIR) is an llvm::ObjectCache on the JIT's compile function: a
+// module whose key has a valid entry skips O3 and the cache hands its object to the compiler; a
+// module compiled normally is written (to a temporary name, then renamed) when its object is
+// ready. An entry is a magic line, the SHA-256 of the object and the object.
 #include "codegen/llvm/CpuJit.h"
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <mutex>
+#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -33,6 +43,10 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/ExecutionEngine/ObjectCache.h"
+#include "llvm/ExecutionEngine/Orc/CompileUtils.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
@@ -40,6 +54,8 @@
 #include "llvm/IR/Module.h"
 #include "llvm/IR/PassManager.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SHA256.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
@@ -73,11 +89,116 @@ private:
   mlir::ScopedDiagnosticHandler handler_;
 };
 
+// Bump when the optimization pipeline or the entry format changes: old entries then never match.
+constexpr char kCacheFormat[] = "sinter-object-cache-v1";
+constexpr char kEntryMagic[] = "SINTEROBJ1\n";
+constexpr size_t kDigestBytes = 32;
+
+std::string hexDigest(llvm::StringRef text) {
+  llvm::SHA256 hash;
+  hash.update(text);
+  return llvm::toHex(hash.final(), /*LowerCase=*/true);
+}
+
+// Object code on disk by module identifier ("sinter-<key>"). compile() preloads a valid entry
+// before adding its module; the JIT's compiler then asks getObject() and skips code generation.
+class DiskObjectCache : public llvm::ObjectCache {
+public:
+  explicit DiskObjectCache(std::string dir) : dir_(std::move(dir)) {}
+
+  const std::string &dir() const { return dir_; }
+  bool enabled() const { return !dir_.empty(); }
+
+  /// Reads and checks the entry of `key`; true when it is valid (kept for getObject). A missing
+  /// entry is false silently, a corrupt one with a warning.
+  bool preload(const std::string &key) {
+    std::string path = pathOf(key);
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+      return false;
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t header = sizeof(kEntryMagic) - 1 + kDigestBytes * 2;
+    if (bytes.size() <= header || bytes.compare(0, sizeof(kEntryMagic) - 1, kEntryMagic) != 0 ||
+        hexDigest(llvm::StringRef(bytes).substr(header)) !=
+            llvm::StringRef(bytes).substr(sizeof(kEntryMagic) - 1, kDigestBytes * 2)) {
+      ++errors_;
+      warn(absl::StrCat("cache entry ", path, " (", bytes.size(),
+                        " bytes) is corrupt; compiling the kernels again"));
+      return false;
+    }
+    preloaded_[moduleId(key)] =
+        llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(bytes).substr(header), moduleId(key));
+    return true;
+  }
+
+  /// Drops a preloaded object that was not used (its module failed before code generation).
+  void forget(const std::string &key) { preloaded_.erase(moduleId(key)); }
+
+  static std::string moduleId(const std::string &key) { return "sinter-" + key; }
+
+  std::unique_ptr<llvm::MemoryBuffer> getObject(const llvm::Module *module) override {
+    auto it = preloaded_.find(module->getModuleIdentifier());
+    if (it == preloaded_.end())
+      return nullptr;
+    std::unique_ptr<llvm::MemoryBuffer> object = std::move(it->second);
+    preloaded_.erase(it);
+    return object;
+  }
+
+  void notifyObjectCompiled(const llvm::Module *module, llvm::MemoryBufferRef object) override {
+    llvm::StringRef id = module->getModuleIdentifier();
+    if (!enabled() || !id.starts_with("sinter-"))
+      return;
+    std::string path = pathOf(id.drop_front(7).str());
+    std::string temp = absl::StrCat(path, ".tmp.", ::getpid(), ".", tempCounter_++);
+    std::error_code error;
+    std::filesystem::create_directories(dir_, error);
+    {
+      std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+      out << kEntryMagic << hexDigest(object.getBuffer());
+      out.write(object.getBufferStart(), std::streamsize(object.getBufferSize()));
+      out.close();
+      if (!out) {
+        std::filesystem::remove(temp, error);
+        ++errors_;
+        warn(absl::StrCat("cannot write ", temp, " (", object.getBufferSize(),
+                          " bytes of object code); the kernels stay compiled in memory only"));
+        return;
+      }
+    }
+    std::filesystem::rename(temp, path, error);
+    if (error) {
+      std::filesystem::remove(temp, error);
+      ++errors_;
+      warn(absl::StrCat("cannot rename ", temp, " to ", path, ": ", error.message()));
+      return;
+    }
+    ++writes_;
+  }
+
+  uint64_t writes() const { return writes_; }
+  uint64_t errors() const { return errors_; }
+
+  static void warn(const std::string &what) {
+    std::fprintf(stderr, "sinter: warning: SINTER_CACHE_DIR: %s\n", what.c_str());
+  }
+
+private:
+  std::string pathOf(const std::string &key) const { return absl::StrCat(dir_, "/", key, ".o"); }
+
+  std::string dir_;
+  std::map<std::string, std::unique_ptr<llvm::MemoryBuffer>> preloaded_;
+  uint64_t tempCounter_ = 0;
+  uint64_t writes_ = 0;
+  uint64_t errors_ = 0;
+};
+
 } // namespace
 
 struct CpuJit::Impl {
   std::unique_ptr<mlir::MLIRContext> context;
   std::unique_ptr<llvm::TargetMachine> machine;
+  std::unique_ptr<DiskObjectCache> cache; ///< before jit: the JIT's compiler points to it
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::string cpu;
   std::string features;
@@ -91,7 +212,18 @@ struct CpuJit::Impl {
                                                       llvm::LLVMContext &llvmContext,
                                                       bool optimize);
   void optimizeModule(llvm::Module &module);
+  // The disk cache key of `module` (unoptimized): the LLVM version, the host and the IR.
+  std::string cacheKey(const llvm::Module &module) const;
 };
+
+std::string CpuJit::Impl::cacheKey(const llvm::Module &module) const {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << kCacheFormat << "\n" << LLVM_VERSION_STRING << "\n" << cpu << "\n" << features << "\n";
+  module.print(os, nullptr);
+  os.flush();
+  return hexDigest(text);
+}
 
 absl::StatusOr<std::unique_ptr<llvm::Module>>
 CpuJit::Impl::lower(absl::Span<const KernelSpec> specs, const std::vector<std::string> &names,
@@ -174,6 +306,11 @@ CpuJit::CpuJit(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CpuJit::~CpuJit() = default;
 
 absl::StatusOr<std::unique_ptr<CpuJit>> CpuJit::create() {
+  const char *dir = std::getenv("SINTER_CACHE_DIR");
+  return create(dir ? dir : "");
+}
+
+absl::StatusOr<std::unique_ptr<CpuJit>> CpuJit::create(const std::string &cacheDir) {
   static std::once_flag once;
   static bool nativeOk = false;
   std::call_once(once, [] {
@@ -196,9 +333,22 @@ absl::StatusOr<std::unique_ptr<CpuJit>> CpuJit::create() {
     return absl::InternalError(
         absl::StrCat("cpu jit: target machine: ", errorText(machine.takeError())));
   impl->machine = std::move(*machine);
+  impl->cache = std::make_unique<DiskObjectCache>(cacheDir);
 
+  DiskObjectCache *cache = impl->cache.get();
   llvm::Expected<std::unique_ptr<llvm::orc::LLJIT>> jit =
-      llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*builder)).create();
+      llvm::orc::LLJITBuilder()
+          .setJITTargetMachineBuilder(std::move(*builder))
+          .setCompileFunctionCreator(
+              [cache](llvm::orc::JITTargetMachineBuilder target)
+                  -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
+                llvm::Expected<std::unique_ptr<llvm::TargetMachine>> tm =
+                    target.createTargetMachine();
+                if (!tm)
+                  return tm.takeError();
+                return std::make_unique<llvm::orc::TMOwningSimpleCompiler>(std::move(*tm), cache);
+              })
+          .create();
   if (!jit)
     return absl::InternalError(absl::StrCat("cpu jit: lljit: ", errorText(jit.takeError())));
   impl->jit = std::move(*jit);
@@ -239,14 +389,28 @@ absl::StatusOr<std::vector<KernelFn>> CpuJit::compile(absl::Span<const KernelSpe
                         absl::StrCat(absl::StrJoin(kernelNames, ", "), ": ", status.message()));
   };
   absl::StatusOr<std::unique_ptr<llvm::Module>> module =
-      impl_->lower(specs, names, *llvmContext, /*optimize=*/true);
+      impl_->lower(specs, names, *llvmContext, /*optimize=*/false);
   if (!module.ok())
     return failure(module.status());
+  std::string key;
+  bool fromDisk = false;
+  if (impl_->cache->enabled()) {
+    key = impl_->cacheKey(**module);
+    (*module)->setModuleIdentifier(DiskObjectCache::moduleId(key));
+    fromDisk = impl_->cache->preload(key);
+  }
+  if (!fromDisk) {
+    auto start = Clock::now();
+    impl_->optimizeModule(**module);
+    impl_->times.optimize += secondsSince(start);
+  }
 
   auto start = Clock::now();
   llvm::orc::ThreadSafeModule threadSafe(std::move(*module), std::move(llvmContext));
-  if (llvm::Error error = impl_->jit->addIRModule(std::move(threadSafe)))
+  if (llvm::Error error = impl_->jit->addIRModule(std::move(threadSafe))) {
+    impl_->cache->forget(key);
     return failure(absl::InternalError(absl::StrCat("jit: ", errorText(std::move(error)))));
+  }
   std::vector<KernelFn> entries;
   for (const std::string &name : names) {
     llvm::Expected<llvm::orc::ExecutorAddr> address = impl_->jit->lookup(name);
@@ -256,6 +420,7 @@ absl::StatusOr<std::vector<KernelFn>> CpuJit::compile(absl::Span<const KernelSpe
     entries.push_back(address->toPtr<KernelFn>());
   }
   impl_->times.codegen += secondsSince(start);
+  impl_->times.diskHits += fromDisk;
   impl_->times.modules += 1;
   impl_->times.kernels += specs.size();
   return entries;
@@ -286,7 +451,12 @@ std::string CpuJit::hostDescription() const {
 
 CpuJitTimes CpuJit::times() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  return impl_->times;
+  CpuJitTimes times = impl_->times;
+  times.diskWrites = impl_->cache->writes();
+  times.diskErrors = impl_->cache->errors();
+  return times;
 }
+
+std::string CpuJit::cacheDir() const { return impl_->cache->dir(); }
 
 } // namespace sinter::codegen

@@ -5,6 +5,14 @@
 // (its name and feature list as LLVM detects them, e.g. AVX-512 and VNNI where present) and
 // handed to an ORC LLJIT. Several kernels are compiled as one module so that a plan's cold
 // compile pays the per-module costs once. Failures come back as Status, never as aborts.
+//
+// With SINTER_CACHE_DIR set, each module's object code is also kept on disk, keyed by a SHA-256 of
+// the LLVM version, the host CPU and features, and the module's unoptimized LLVM IR (which holds
+// every kernel's code and symbol name); a later CpuJit that compiles the same module loads the
+// object instead of running O3 and code generation. The names are numbered per CpuJit, so a
+// process that compiles the same kernels in the same order hits. A corrupt entry (checked by a
+// digest of its bytes) or an unwritable directory gives a warning on stderr and a normal
+// compilation.
 #ifndef SINTER_CODEGEN_LLVM_CPUJIT_H
 #define SINTER_CODEGEN_LLVM_CPUJIT_H
 
@@ -18,7 +26,8 @@
 
 namespace sinter::codegen {
 
-/// Seconds spent in each compile phase, summed over the life of a CpuJit.
+/// Seconds spent in each compile phase, summed over the life of a CpuJit, and the disk cache's
+/// counters (all zero without SINTER_CACHE_DIR).
 struct CpuJitTimes {
   double build = 0;    ///< kernel builders and verification
   double lower = 0;    ///< MLIR passes to the LLVM dialect and translation to LLVM IR
@@ -26,12 +35,18 @@ struct CpuJitTimes {
   double codegen = 0;  ///< machine code and linking (inside the JIT)
   uint64_t modules = 0;
   uint64_t kernels = 0;
+  uint64_t diskHits = 0;   ///< modules loaded from SINTER_CACHE_DIR (no O3, no code generation)
+  uint64_t diskWrites = 0; ///< modules compiled and written to SINTER_CACHE_DIR
+  uint64_t diskErrors = 0; ///< corrupt entries and failed writes (each logged, then compiled)
 };
 
 class CpuJit {
 public:
-  /// A JIT for the host. Internal when LLVM cannot target the host.
+  /// A JIT for the host, with the disk cache in SINTER_CACHE_DIR when that is set. Internal when
+  /// LLVM cannot target the host.
   static absl::StatusOr<std::unique_ptr<CpuJit>> create();
+  /// The same with the disk cache in `cacheDir` ("" for none), whatever the environment says.
+  static absl::StatusOr<std::unique_ptr<CpuJit>> create(const std::string &cacheDir);
   ~CpuJit();
   CpuJit(const CpuJit &) = delete;
   CpuJit &operator=(const CpuJit &) = delete;
@@ -48,8 +63,10 @@ public:
 
   /// The host as the code is compiled for: "<cpu> <feature,feature,...>".
   std::string hostDescription() const;
-  /// Phase times so far.
+  /// Phase times and disk cache counters so far.
   CpuJitTimes times() const;
+  /// The disk cache directory ("" when there is none).
+  std::string cacheDir() const;
 
 private:
   struct Impl;

@@ -20,10 +20,11 @@ struct ConformanceTarget {
   BackendOptions options;
 };
 
-BackendOptions kind(const char *name, bool fusion = true) {
+BackendOptions kind(const char *name, bool fusion = true, bool eager = false) {
   BackendOptions options;
   options.kind = name;
   options.fusion = fusion;
+  options.eager = eager;
   return options;
 }
 
@@ -33,6 +34,8 @@ const std::vector<ConformanceTarget> &targets() {
       {"lazy", kind("lazy")},
       {"lazy_unfused", kind("lazy", /*fusion=*/false)},
       {"cpu", kind("cpu")},
+      {"cpu_unfused", kind("cpu", /*fusion=*/false)},
+      {"cpu_eager", kind("cpu", /*fusion=*/false, /*eager=*/true)},
       {"vulkan", kind("vulkan")},
   };
   return *all;

@@ -1,0 +1,258 @@
+// CpuDecodeBench.cpp - the `cpu` backend decoding tinyllama-1.1b (synthetic, Q4_0) at position
+// 256, fused against the same build's eager per-op path and its lazy unfused path, next to the
+// machine's streaming-read bandwidth; and the cold compile of whole decode plans.
+//
+// Effective bandwidth = (weight bytes + KV bytes read per token) / time per token: every matrix,
+// norm and the classifier once, one embedding row, and the K and V caches of every layer up to
+// the position (positions 0..255 are not decoded first; what they hold does not change the work).
+// A timed step is Decoder::step at position 256, after warm-up steps at 254..256 have compiled
+// the plans (position a plan parameter, as in a real decode); plan_misses counts compilations
+// inside the timed loop (0 means every timed token ran cached plans). read_fraction is the
+// effective bandwidth over BM_ReadBandwidth's 2-thread figure, measured in the same process.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "backends/CpuBackend.h"
+#include "backends/EagerBackend.h"
+#include "runtime/LazyBackend.h"
+#include "sinter/Factory.h"
+#include "support/ThreadPool.h"
+#include "tools/model/Decoder.h"
+#include "tools/model/Llama2cLoader.h"
+#include "tools/model/Synthetic.h"
+
+namespace sinter {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr uint32_t kPosition = 256;
+
+const model::ModelWeights &tinyllama() {
+  static const model::ModelWeights *weights = [] {
+    model::SyntheticOptions so;
+    so.dtype = DType::Q4_0;
+    auto w = model::generatePreset("tinyllama-1.1b", so);
+    if (!w.ok()) {
+      std::fprintf(stderr, "bench: %s\n", std::string(w.status().message()).c_str());
+      std::abort();
+    }
+    return new model::ModelWeights(std::move(*w));
+  }();
+  return *weights;
+}
+
+// Weight and KV bytes one decode step at `pos` reads.
+uint64_t bytesPerToken(const model::ModelWeights &w, uint32_t pos) {
+  uint64_t bytes = 0;
+  for (const model::LayerWeights &l : w.layers)
+    for (const model::WeightTensor *t :
+         {&l.attnNorm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffnNorm, &l.gate, &l.up, &l.down})
+      bytes += t->data.size();
+  bytes += w.outputNorm.data.size();
+  const model::WeightTensor &embedding = w.tokenEmbedding;
+  bytes += w.sharedClassifier() ? embedding.data.size() : w.output.data.size();
+  bytes += embedding.data.size() / std::max<uint64_t>(embedding.rows, 1); // one row
+  bytes += 2ull * w.config.nLayers * (pos + 1) * w.config.kvDim() * 4;    // K and V, f32
+  return bytes;
+}
+
+// Streaming read of 256 MiB of 64-bit words on `threads` threads; bytes per second.
+double readOnce(unsigned threads) {
+  const size_t words = (size_t(256) << 20) / 8;
+  static std::vector<uint64_t> data(words, 1);
+  ThreadPool pool(threads);
+  std::vector<uint64_t> partial(1024, 0);
+  auto start = Clock::now();
+  pool.parallelFor(
+      1024,
+      [&](uint64_t b, uint64_t e) {
+        for (uint64_t c = b; c < e; ++c) {
+          const uint64_t *p = data.data() + c * (words / 1024);
+          uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+          for (size_t i = 0; i < words / 1024; i += 4) {
+            s0 += p[i];
+            s1 += p[i + 1];
+            s2 += p[i + 2];
+            s3 += p[i + 3];
+          }
+          partial[c] = s0 + s1 + s2 + s3;
+        }
+      },
+      1);
+  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  uint64_t total = 0;
+  for (uint64_t v : partial)
+    total += v;
+  benchmark::DoNotOptimize(total);
+  return double(words * 8) / seconds;
+}
+
+// The best of several 2-thread passes, measured once per process.
+double readBandwidth() {
+  static const double best = [] {
+    double b = 0;
+    for (int i = 0; i < 10; ++i)
+      b = std::max(b, readOnce(2));
+    return b;
+  }();
+  return best;
+}
+
+void BM_ReadBandwidth(benchmark::State &state) {
+  unsigned threads = static_cast<unsigned>(state.range(0));
+  double bytes = 0;
+  for (auto _ : state) {
+    auto start = Clock::now();
+    bytes = readOnce(threads);
+    state.SetIterationTime(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * (int64_t(256) << 20));
+  state.counters["GB_per_s"] = bytes / 1e9;
+  if (threads == 2)
+    state.counters["best_GB_per_s"] = readBandwidth() / 1e9;
+}
+BENCHMARK(BM_ReadBandwidth)
+    ->Arg(2)
+    ->ArgName("threads")
+    ->Unit(benchmark::kMillisecond)
+    ->UseManualTime()
+    ->Iterations(20);
+
+enum class Mode { Fused, Eager, Unfused };
+
+BackendOptions optionsFor(Mode mode) {
+  BackendOptions o;
+  o.kind = "cpu";
+  o.fusion = mode == Mode::Fused;
+  o.eager = mode == Mode::Eager;
+  return o;
+}
+
+runtime::LazyStats statsOf(ComputeBackend &backend) {
+  if (auto *lazy = dynamic_cast<runtime::LazyBackend *>(&backend))
+    return lazy->stats();
+  if (auto *eager = dynamic_cast<EagerBackend *>(&backend))
+    return eager->stats();
+  return {};
+}
+
+void BM_TinyllamaDecode(benchmark::State &state, Mode mode) {
+  const model::ModelWeights &weights = tinyllama();
+  absl::StatusOr<std::unique_ptr<ComputeBackend>> backend = createBackend(optionsFor(mode));
+  if (!backend.ok()) {
+    state.SkipWithError(std::string(backend.status().message()).c_str());
+    return;
+  }
+  model::DecoderOptions dopts;
+  dopts.maxContext = kPosition + 1;
+  auto decoder = model::Decoder::create(**backend, weights, dopts);
+  if (!decoder.ok()) {
+    state.SkipWithError(std::string(decoder.status().message()).c_str());
+    return;
+  }
+  std::vector<float> logits(weights.config.vocabSize);
+  for (uint32_t pos = kPosition - 2; pos <= kPosition; ++pos)
+    if (absl::Status s = (*decoder)->step(1, pos, absl::MakeSpan(logits)); !s.ok()) {
+      state.SkipWithError(std::string(s.message()).c_str());
+      return;
+    }
+  runtime::LazyStats before = statsOf(**backend);
+  auto start = Clock::now();
+  for (auto _ : state) {
+    absl::Status s = (*decoder)->step(1, kPosition, absl::MakeSpan(logits));
+    if (!s.ok()) {
+      state.SkipWithError(std::string(s.message()).c_str());
+      return;
+    }
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  runtime::LazyStats after = statsOf(**backend);
+  const double bytes = double(bytesPerToken(weights, kPosition));
+  const double tokens = double(state.iterations());
+  state.counters["tokens_per_s"] = benchmark::Counter(tokens, benchmark::Counter::kIsRate);
+  state.counters["GB_per_s"] =
+      benchmark::Counter(tokens * bytes / 1e9, benchmark::Counter::kIsRate);
+  state.counters["read_fraction"] = tokens * bytes / seconds / readBandwidth();
+  state.counters["MB_per_token"] = bytes / 1e6;
+  state.counters["kernels_per_token"] =
+      double(after.kernelsLaunched - before.kernelsLaunched) / tokens;
+  state.counters["plan_misses"] = double(after.cache.misses - before.cache.misses);
+}
+BENCHMARK_CAPTURE(BM_TinyllamaDecode, fused, Mode::Fused)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(4);
+BENCHMARK_CAPTURE(BM_TinyllamaDecode, eager, Mode::Eager)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(4);
+BENCHMARK_CAPTURE(BM_TinyllamaDecode, lazy_unfused, Mode::Unfused)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(4);
+
+// Cold compile: a fresh cpu backend (fused; its own JIT and kernel cache, SINTER_CACHE_DIR
+// unset) and the plan compile of the first decode step: fusion pipeline, kernel generation, O3
+// and machine code. The weight upload is not timed.
+void coldCompile(benchmark::State &state, const model::ModelWeights &weights) {
+  unsetenv("SINTER_CACHE_DIR");
+  double kernels = 0, jitSeconds = 0;
+  for (auto _ : state) {
+    auto created = codegen::CpuCompiler::create();
+    if (!created.ok()) {
+      state.SkipWithError(std::string(created.status().message()).c_str());
+      return;
+    }
+    std::shared_ptr<codegen::CpuCompiler> compiler(std::move(*created));
+    std::unique_ptr<ComputeBackend> backend = *createCpuBackend(optionsFor(Mode::Fused), compiler);
+    model::DecoderOptions dopts;
+    dopts.maxContext = 64;
+    auto decoder = model::Decoder::create(*backend, weights, dopts);
+    if (!decoder.ok()) {
+      state.SkipWithError(std::string(decoder.status().message()).c_str());
+      return;
+    }
+    std::vector<float> logits(weights.config.vocabSize);
+    if (absl::Status s = (*decoder)->step(1, 0, absl::MakeSpan(logits)); !s.ok()) {
+      state.SkipWithError(std::string(s.message()).c_str());
+      return;
+    }
+    runtime::LazyStats stats = statsOf(*backend);
+    state.SetIterationTime(stats.cache.compileSeconds);
+    kernels = double(compiler->stats().kernelsCompiled);
+    jitSeconds = compiler->stats().compileSeconds;
+  }
+  state.counters["kernels_compiled"] = kernels;
+  state.counters["jit_ms"] = jitSeconds * 1e3;
+}
+
+void BM_ColdCompile_tinyllama(benchmark::State &state) { coldCompile(state, tinyllama()); }
+BENCHMARK(BM_ColdCompile_tinyllama)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(3);
+
+void BM_ColdCompile_stories260K(benchmark::State &state) {
+  const char *env = std::getenv("SINTER_SHARED_DIR");
+  const std::string path = std::string(env ? env : SINTER_SHARED_DIR) + "/models/stories260K.bin";
+  static absl::StatusOr<model::ModelWeights> weights = model::loadLlama2c(path);
+  if (!weights.ok()) {
+    state.SkipWithError(
+        ("stories260K not available (needs ../shared): " + std::string(weights.status().message()))
+            .c_str());
+    return;
+  }
+  coldCompile(state, *weights);
+}
+BENCHMARK(BM_ColdCompile_stories260K)
+    ->Unit(benchmark::kMillisecond)
+    ->UseManualTime()
+    ->Iterations(5);
+
+} // namespace
+} // namespace sinter
+
+BENCHMARK_MAIN();

@@ -1,0 +1,385 @@
+//! capi.rs - `Backend`: the ComputeBackend trait over Sinter's C ABI.
+//!
+//! Each trait method is one call of sinter.h. A failing call returns its status code and the
+//! message the library keeps for the calling thread. The library serializes concurrent calls on
+//! one backend, so `Backend` is `Send + Sync` and its methods take `&self`.
+use std::ffi::{CStr, CString};
+use std::os::raw::c_char;
+use std::ptr::{self, NonNull};
+
+use crate::error::check;
+use crate::ffi;
+use crate::{BackendKind, BufferHandle, ComputeBackend, DType, DeviceInfo, Error, StatusCode};
+
+/// How to build a backend (the C ABI's sinter_backend_create_ex arguments).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BackendOptions {
+    /// "reference", "lazy", "cpu" or "vulkan"; "" takes SINTER_BACKEND from the environment
+    /// (default "reference") and applies SINTER_DISABLE_FUSION on top of these options.
+    pub kind: String,
+    /// Fusion on or off in the lazy backends.
+    pub fusion: bool,
+    /// Fusion pattern names to switch off, or ["all"].
+    pub disabled_fusions: Vec<String>,
+    /// Bytes `allocate` may hand out; 0 means the device's (or host's) memory.
+    pub memory_limit_bytes: u64,
+}
+
+impl Default for BackendOptions {
+    fn default() -> BackendOptions {
+        BackendOptions {
+            kind: "reference".to_string(),
+            fusion: true,
+            disabled_fusions: Vec::new(),
+            memory_limit_bytes: 0,
+        }
+    }
+}
+
+/// A Sinter backend created through the C ABI; dropped with sinter_backend_destroy.
+pub struct Backend {
+    raw: NonNull<ffi::sinter_backend>,
+}
+
+// SAFETY: every sinter.h function taking a backend, except sinter_backend_destroy (called only
+// from Drop, with the backend exclusively owned), is safe to call from several threads at once.
+unsafe impl Send for Backend {}
+unsafe impl Sync for Backend {}
+
+fn c_string(what: &str, s: &str) -> Result<CString, Error> {
+    CString::new(s).map_err(|_| {
+        Error::new(
+            StatusCode::InvalidArgument,
+            format!("{what} \"{}\" holds a NUL byte", s.escape_default()),
+        )
+    })
+}
+
+/// Reads a string the C ABI returns snprintf-style: asks once with a small buffer, again with
+/// the exact length when it was truncated.
+fn read_string(
+    mut call: impl FnMut(*mut c_char, usize, *mut usize) -> ffi::sinter_status,
+) -> Result<String, Error> {
+    let mut buf = vec![0u8; 64];
+    loop {
+        let mut len = 0usize;
+        check(call(buf.as_mut_ptr().cast(), buf.len(), &mut len))?;
+        if len < buf.len() {
+            buf.truncate(len);
+            return Ok(String::from_utf8_lossy(&buf).into_owned());
+        }
+        buf = vec![0u8; len + 1];
+    }
+}
+
+/// The library's version, "MAJOR.MINOR.PATCH".
+pub fn library_version() -> String {
+    // SAFETY: a static NUL-terminated string, never NULL.
+    unsafe { CStr::from_ptr(ffi::sinter_version()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+impl Backend {
+    /// A backend of `kind` ("reference", "lazy", "cpu", "vulkan"); the environment is ignored.
+    pub fn new(kind: &str) -> Result<Backend, Error> {
+        Backend::with_options(&BackendOptions {
+            kind: kind.to_string(),
+            ..BackendOptions::default()
+        })
+    }
+
+    /// A backend of the kind SINTER_BACKEND names (default "reference"), with
+    /// SINTER_DISABLE_FUSION applied.
+    pub fn from_environment() -> Result<Backend, Error> {
+        Backend::with_options(&BackendOptions {
+            kind: String::new(),
+            ..BackendOptions::default()
+        })
+    }
+
+    /// A backend built from `options`. FailedPrecondition when the library was built for another
+    /// C ABI version than these declarations.
+    pub fn with_options(options: &BackendOptions) -> Result<Backend, Error> {
+        // SAFETY: no arguments.
+        let abi = unsafe { ffi::sinter_abi_version() };
+        if abi != ffi::SINTER_ABI_VERSION {
+            return Err(Error::new(
+                StatusCode::FailedPrecondition,
+                format!(
+                    "libsinter has C ABI version {abi}, this crate was written for {}",
+                    ffi::SINTER_ABI_VERSION
+                ),
+            ));
+        }
+        let kind = c_string("backend kind", &options.kind)?;
+        let disabled = c_string("disabled fusions", &options.disabled_fusions.join(","))?;
+        let mut raw: *mut ffi::sinter_backend = ptr::null_mut();
+        // SAFETY: both strings are NUL-terminated and outlive the call; `raw` is writable.
+        check(unsafe {
+            ffi::sinter_backend_create_ex(
+                kind.as_ptr(),
+                i32::from(options.fusion),
+                disabled.as_ptr(),
+                options.memory_limit_bytes,
+                &mut raw,
+            )
+        })?;
+        NonNull::new(raw)
+            .map(|raw| Backend { raw })
+            .ok_or_else(|| Error::new(StatusCode::Internal, "sinter_backend_create_ex gave NULL"))
+    }
+
+    fn ptr(&self) -> *mut ffi::sinter_backend {
+        self.raw.as_ptr()
+    }
+}
+
+impl Drop for Backend {
+    fn drop(&mut self) {
+        // SAFETY: the backend is owned by `self` and no other reference to it remains.
+        unsafe { ffi::sinter_backend_destroy(self.ptr()) }
+    }
+}
+
+impl ComputeBackend for Backend {
+    fn name(&self) -> String {
+        // A live backend cannot fail here (only NULL can); an error would read as "".
+        read_string(|buf, cap, len| unsafe { ffi::sinter_name(self.ptr(), buf, cap, len) })
+            .unwrap_or_default()
+    }
+
+    fn device_info(&self) -> DeviceInfo {
+        let (mut kind, mut memory_bytes, mut compute_units) = (0u32, 0u64, 0u32);
+        let name = read_string(|buf, cap, len| unsafe {
+            ffi::sinter_device_info(
+                self.ptr(),
+                buf,
+                cap,
+                len,
+                &mut kind,
+                &mut memory_bytes,
+                &mut compute_units,
+            )
+        })
+        .unwrap_or_default();
+        let kind = match kind {
+            1 => BackendKind::Vulkan,
+            2 => BackendKind::Cuda,
+            3 => BackendKind::Metal,
+            _ => BackendKind::Cpu,
+        };
+        DeviceInfo {
+            name,
+            kind,
+            memory_bytes,
+            compute_units,
+        }
+    }
+
+    fn allocate(&self, size_bytes: u64) -> Result<BufferHandle, Error> {
+        let mut id = 0u64;
+        check(unsafe { ffi::sinter_allocate(self.ptr(), size_bytes, &mut id) })?;
+        Ok(BufferHandle(id))
+    }
+
+    fn free(&self, handle: BufferHandle) -> Result<(), Error> {
+        check(unsafe { ffi::sinter_free(self.ptr(), handle.0) })
+    }
+
+    fn matmul(
+        &self,
+        a: BufferHandle,
+        b: BufferHandle,
+        out: BufferHandle,
+        m: u32,
+        n: u32,
+        k: u32,
+    ) -> Result<(), Error> {
+        check(unsafe { ffi::sinter_matmul(self.ptr(), a.0, b.0, out.0, m, n, k) })
+    }
+
+    fn softmax(&self, input: BufferHandle, out: BufferHandle, size: u32) -> Result<(), Error> {
+        check(unsafe { ffi::sinter_softmax(self.ptr(), input.0, out.0, size) })
+    }
+
+    fn rms_norm(
+        &self,
+        input: BufferHandle,
+        weight: BufferHandle,
+        out: BufferHandle,
+        size: u32,
+        eps: f32,
+    ) -> Result<(), Error> {
+        check(unsafe { ffi::sinter_rms_norm(self.ptr(), input.0, weight.0, out.0, size, eps) })
+    }
+
+    fn rope(
+        &self,
+        q: BufferHandle,
+        k: BufferHandle,
+        pos: u32,
+        head_dim: u32,
+        freq_base: f32,
+        n_heads_q: u32,
+        n_heads_k: u32,
+    ) -> Result<(), Error> {
+        check(unsafe {
+            ffi::sinter_rope(
+                self.ptr(),
+                q.0,
+                k.0,
+                pos,
+                head_dim,
+                freq_base,
+                n_heads_q,
+                n_heads_k,
+            )
+        })
+    }
+
+    fn silu(&self, input: BufferHandle, out: BufferHandle, size: u32) -> Result<(), Error> {
+        check(unsafe { ffi::sinter_silu(self.ptr(), input.0, out.0, size) })
+    }
+
+    fn element_mul(
+        &self,
+        a: BufferHandle,
+        b: BufferHandle,
+        out: BufferHandle,
+        size: u32,
+    ) -> Result<(), Error> {
+        check(unsafe { ffi::sinter_element_mul(self.ptr(), a.0, b.0, out.0, size) })
+    }
+
+    fn add(
+        &self,
+        a: BufferHandle,
+        b: BufferHandle,
+        out: BufferHandle,
+        size: u32,
+    ) -> Result<(), Error> {
+        check(unsafe { ffi::sinter_add(self.ptr(), a.0, b.0, out.0, size) })
+    }
+
+    fn copy_to_device(&self, data: &[u8], handle: BufferHandle) -> Result<(), Error> {
+        // SAFETY: the slice is valid for data.len() bytes during the call.
+        check(unsafe {
+            ffi::sinter_copy_to_device(self.ptr(), data.as_ptr(), data.len(), handle.0)
+        })
+    }
+
+    fn copy_from_device(&self, handle: BufferHandle, data: &mut [u8]) -> Result<(), Error> {
+        // SAFETY: the slice is valid and exclusively borrowed for data.len() bytes.
+        check(unsafe {
+            ffi::sinter_copy_from_device(self.ptr(), handle.0, data.as_mut_ptr(), data.len())
+        })
+    }
+
+    fn copy_buffer(
+        &self,
+        src: BufferHandle,
+        dst: BufferHandle,
+        size_bytes: u64,
+    ) -> Result<(), Error> {
+        check(unsafe { ffi::sinter_copy_buffer(self.ptr(), src.0, dst.0, size_bytes) })
+    }
+
+    fn copy_buffer_offset(
+        &self,
+        src: BufferHandle,
+        dst: BufferHandle,
+        src_offset: u64,
+        dst_offset: u64,
+        size_bytes: u64,
+    ) -> Result<(), Error> {
+        check(unsafe {
+            ffi::sinter_copy_buffer_offset(
+                self.ptr(),
+                src.0,
+                dst.0,
+                src_offset,
+                dst_offset,
+                size_bytes,
+            )
+        })
+    }
+
+    fn synchronize(&self) -> Result<(), Error> {
+        check(unsafe { ffi::sinter_synchronize(self.ptr()) })
+    }
+
+    fn attn_score(
+        &self,
+        q: BufferHandle,
+        k_cache: BufferHandle,
+        scores: BufferHandle,
+        head_dim: u32,
+        seq_len: u32,
+        head_offset: u32,
+        kv_offset: u32,
+        kv_stride: u32,
+    ) -> Result<(), Error> {
+        check(unsafe {
+            ffi::sinter_attn_score(
+                self.ptr(),
+                q.0,
+                k_cache.0,
+                scores.0,
+                head_dim,
+                seq_len,
+                head_offset,
+                kv_offset,
+                kv_stride,
+            )
+        })
+    }
+
+    fn attn_value(
+        &self,
+        weights: BufferHandle,
+        v_cache: BufferHandle,
+        out: BufferHandle,
+        head_dim: u32,
+        seq_len: u32,
+        kv_offset: u32,
+        kv_stride: u32,
+        out_offset: u32,
+    ) -> Result<(), Error> {
+        check(unsafe {
+            ffi::sinter_attn_value(
+                self.ptr(),
+                weights.0,
+                v_cache.0,
+                out.0,
+                head_dim,
+                seq_len,
+                kv_offset,
+                kv_stride,
+                out_offset,
+            )
+        })
+    }
+
+    fn quantized_matmul(
+        &self,
+        weights: BufferHandle,
+        x: BufferHandle,
+        out: BufferHandle,
+        n_rows: u32,
+        n_cols: u32,
+        dtype: DType,
+    ) -> Result<(), Error> {
+        check(unsafe {
+            ffi::sinter_quantized_matmul(
+                self.ptr(),
+                weights.0,
+                x.0,
+                out.0,
+                n_rows,
+                n_cols,
+                dtype.id(),
+            )
+        })
+    }
+}

@@ -101,6 +101,14 @@ void DescriptorCache::trim(bool force) {
   ++stats_.resets;
 }
 
+void DescriptorCache::invalidateIfBuffersDestroyed(uint64_t destroyedBlocks) {
+  if (destroyedBlocks == destroyedBlocks_)
+    return;
+  destroyedBlocks_ = destroyedBlocks;
+  if (!sets_.empty())
+    trim(/*force=*/true);
+}
+
 DescriptorStats DescriptorCache::stats() const {
   DescriptorStats s = stats_;
   s.liveSets = sets_.size();

@@ -42,6 +42,10 @@ public:
   /// Resets all pools when more than maxSets sets are alive (or always with `force`). Only call
   /// with no submitted work using the sets.
   void trim(bool force = false);
+  /// Forgets every set (as trim(true)) when `destroyedBlocks` (VulkanMemory::destroyedBlocks)
+  /// changed since the last call: a destroyed block's VkBuffer handle may come back for a new
+  /// block, and a set keyed by it would bind freed memory. Only call with no work in flight.
+  void invalidateIfBuffersDestroyed(uint64_t destroyedBlocks);
   DescriptorStats stats() const;
 
 private:
@@ -58,6 +62,7 @@ private:
   uint64_t maxSets_;
   std::vector<Pool> pools_;
   size_t current_ = 0;
+  uint64_t destroyedBlocks_ = 0;
   absl::flat_hash_map<std::vector<uint64_t>, VkDescriptorSet> sets_;
   DescriptorStats stats_;
 };

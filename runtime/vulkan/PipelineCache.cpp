@@ -136,17 +136,21 @@ absl::StatusOr<const Pipeline *> PipelineCache::get(const KernelBinary &k) {
   ++stats_.lookups;
   uint64_t h = fnv1a(k.spirv.data(), k.spirv.size() * 4);
   h = fnv1a(k.entryPoint.data(), k.entryPoint.size(), h);
-  uint32_t iface[2] = {k.numBuffers, k.pushConstantBytes};
+  uint32_t iface[4] = {k.numBuffers, k.pushConstantBytes, k.requireFullSubgroups,
+                       k.requiredSubgroupSize};
   h = fnv1a(iface, sizeof(iface), h);
   std::vector<Entry> &bucket = pipelines_[h];
   for (const Entry &e : bucket) {
     if (e.numBuffers == k.numBuffers && e.pushConstantBytes == k.pushConstantBytes &&
-        e.entryPoint == k.entryPoint && e.spirv == k.spirv)
+        e.requireFullSubgroups == k.requireFullSubgroups &&
+        e.requiredSubgroupSize == k.requiredSubgroupSize && e.entryPoint == k.entryPoint &&
+        e.spirv == k.spirv)
       return e.pipeline.get();
   }
   SINTER_ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> p, build(k));
   ++stats_.compiled;
-  bucket.push_back(Entry{k.spirv, k.entryPoint, k.numBuffers, k.pushConstantBytes, std::move(p)});
+  bucket.push_back(Entry{k.spirv, k.entryPoint, k.numBuffers, k.pushConstantBytes,
+                         k.requireFullSubgroups, k.requiredSubgroupSize, std::move(p)});
   return bucket.back().pipeline.get();
 }
 
@@ -221,6 +225,15 @@ absl::StatusOr<std::unique_ptr<Pipeline>> PipelineCache::build(const KernelBinar
   info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
   info.stage.module = p->module;
   info.stage.pName = k.entryPoint.c_str();
+  auto subgroup = vkStruct<VkPipelineShaderStageRequiredSubgroupSizeCreateInfo>(
+      VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO);
+  if (k.requireFullSubgroups && features_.computeFullSubgroups)
+    info.stage.flags |= VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
+  if (k.requiredSubgroupSize && features_.subgroupSizeControl &&
+      features_.minSubgroupSize != features_.maxSubgroupSize) {
+    subgroup.requiredSubgroupSize = k.requiredSubgroupSize;
+    info.stage.pNext = &subgroup;
+  }
   info.layout = p->layout;
   if (VkResult r = vkCreateComputePipelines(device_, cache_, 1, &info, nullptr, &p->pipeline);
       r != VK_SUCCESS)

@@ -43,6 +43,13 @@ class PipelineCache {
 public:
   /// `cacheDir` empty: in memory only. A present but unusable file prints one warning to stderr.
   PipelineCache(VkDevice device, const VkPhysicalDeviceProperties &props, std::string cacheDir);
+  /// The subgroup features pipelines may ask for (the device enabled them); none by default.
+  struct SubgroupFeatures {
+    bool computeFullSubgroups = false;
+    bool subgroupSizeControl = false;
+    uint32_t minSubgroupSize = 0, maxSubgroupSize = 0;
+  };
+  void setSubgroupFeatures(SubgroupFeatures features) { features_ = features; }
   ~PipelineCache();
 
   /// The pipeline of `kernel` (compiled on first use). InvalidArgument for an empty module, a
@@ -69,11 +76,14 @@ private:
     std::vector<uint32_t> spirv;
     std::string entryPoint;
     uint32_t numBuffers, pushConstantBytes;
+    bool requireFullSubgroups;
+    uint32_t requiredSubgroupSize;
     std::unique_ptr<Pipeline> pipeline;
   };
   absl::flat_hash_map<uint64_t, std::vector<Entry>> pipelines_;
   uint64_t nextId_ = 1;
   PipelineCacheStats stats_;
+  SubgroupFeatures features_;
 };
 
 /// FNV-1a over bytes (stable across runs and builds, unlike absl::Hash).

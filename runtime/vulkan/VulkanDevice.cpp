@@ -59,6 +59,8 @@ absl::Status VulkanDevice::init(const VulkanDeviceOptions &options) {
   VkPhysicalDeviceProperties props;
   vkGetPhysicalDeviceProperties(physical_, &props);
   pipelines_ = std::make_unique<PipelineCache>(device_, props, cacheDir);
+  pipelines_->setSubgroupFeatures({caps_.computeFullSubgroups, caps_.subgroupSizeControl,
+                                   caps_.minSubgroupSize, caps_.maxSubgroupSize});
   descriptors_ = std::make_unique<DescriptorCache>(device_);
   return absl::OkStatus();
 }

@@ -112,6 +112,12 @@ struct KernelBinary {
   uint32_t numBuffers = 0;
   uint32_t pushConstantBytes = 0;
   std::array<uint32_t, 3> localSize = {1, 1, 1};
+  /// Created with VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT (needs the
+  /// computeFullSubgroups feature; ignored without it).
+  bool requireFullSubgroups = false;
+  /// Subgroup size the kernel assumes, requested through subgroup size control when the device
+  /// varies it (0: the device's default).
+  uint32_t requiredSubgroupSize = 0;
 };
 
 /// Messages the validation layer sent (warnings and errors; info and verbose are not counted).
@@ -158,7 +164,7 @@ public:
   /// Validation messages so far (count 0 and no messages when validation is off).
   ValidationLog validationLog() const;
 
-  /// A device-local storage buffer range of `bytes` bytes (rounded up to 4; at least 4).
+  /// A device-local storage buffer range of `bytes` bytes (rounded up to 16; at least 16).
   /// ResourceExhausted when device memory runs out.
   absl::StatusOr<BufferRef> createBuffer(uint64_t bytes);
   /// Releases a range made by createBuffer; a null ref is ignored. The caller makes sure no
@@ -196,6 +202,8 @@ public:
   absl::StatusOr<VkCommandBuffer> beginOneShot();
   /// Ends, submits and waits for a command buffer from beginOneShot, then frees it.
   absl::Status endOneShot(VkCommandBuffer cmd);
+  /// Frees a command buffer from beginOneShot without submitting it (a recording that failed).
+  void discardOneShot(VkCommandBuffer cmd);
 
   /// Test only: the next submitAndWait fails with `result` (VK_ERROR_DEVICE_LOST,
   /// VK_ERROR_OUT_OF_DEVICE_MEMORY, ...) instead of waiting for the queue; VK_SUCCESS clears it.

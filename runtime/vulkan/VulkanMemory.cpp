@@ -101,7 +101,9 @@ void VulkanMemory::destroyBlock(Block *block) {
 }
 
 absl::StatusOr<BufferRef> VulkanMemory::allocate(uint64_t bytes) {
-  bytes = std::max<uint64_t>((bytes + 3) & ~uint64_t{3}, 4);
+  // Rounded to 16 bytes and bound whole: kernels may read (never write) up to 15 bytes past an
+  // operand's end (whole words, vec4 loads; codegen/spirv/README.md).
+  bytes = std::max<uint64_t>((bytes + 15) & ~uint64_t{15}, 16);
   absl::MutexLock lock(&mutex_);
   Block *chosen = nullptr;
   std::optional<uint64_t> offset;

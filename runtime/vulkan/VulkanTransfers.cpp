@@ -104,6 +104,13 @@ absl::Status VulkanDevice::endOneShot(VkCommandBuffer cmd) {
   return s;
 }
 
+void VulkanDevice::discardOneShot(VkCommandBuffer cmd) {
+  if (cmd == VK_NULL_HANDLE)
+    return;
+  vkEndCommandBuffer(cmd);
+  vkFreeCommandBuffers(device_, commandPool_, 1, &cmd);
+}
+
 static absl::Status checkRange(const BufferRef &ref, uint64_t offset, uint64_t bytes,
                                const char *what) {
   if (ref.buffer == VK_NULL_HANDLE)
@@ -184,6 +191,7 @@ absl::Status VulkanDevice::dispatchOnce(const KernelBinary &k, absl::Span<const 
                                         absl::Span<const uint8_t> pushConstants,
                                         std::array<uint32_t, 3> groups) {
   SINTER_RETURN_IF_ERROR(checkDispatch(caps_, k, buffers, pushConstants, groups));
+  descriptors_->invalidateIfBuffersDestroyed(memory_->destroyedBlocks());
   SINTER_ASSIGN_OR_RETURN(const Pipeline *p, pipelines_->get(k));
   SINTER_ASSIGN_OR_RETURN(VkDescriptorSet set, descriptors_->get(*p, buffers));
   SINTER_ASSIGN_OR_RETURN(VkCommandBuffer cmd, beginOneShot());

@@ -37,6 +37,7 @@ const std::vector<ConformanceTarget> &targets() {
       {"cpu_unfused", kind("cpu", /*fusion=*/false)},
       {"cpu_eager", kind("cpu", /*fusion=*/false, /*eager=*/true)},
       {"vulkan", kind("vulkan")},
+      {"vulkan_unfused", kind("vulkan", /*fusion=*/false)},
   };
   return *all;
 }

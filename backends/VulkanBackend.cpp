@@ -1,0 +1,121 @@
+// VulkanBackend.cpp - wires LazyBackend, VulkanBufferStore, FusionCompiler and VulkanCompiler
+// into the `vulkan` kind, and adapts the SPIR-V code generator's kernels to the runtime's.
+#include "backends/VulkanBackend.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "backends/EagerBackend.h"
+#include "passes/FusionCompiler.h"
+#include "runtime/LazyBackend.h"
+#include "runtime/vulkan/VulkanBufferStore.h"
+#include "sinter/Status.h"
+#ifdef SINTER_HAVE_SPIRV_CODEGEN
+#include "codegen/spirv/SpirvCompiler.h"
+#endif
+
+namespace sinter {
+
+using runtime::vulkan::DeviceCaps;
+using runtime::vulkan::VulkanKernel;
+using runtime::vulkan::VulkanKernelBuilder;
+
+bool haveSpirvCodegen() {
+#ifdef SINTER_HAVE_SPIRV_CODEGEN
+  return true;
+#else
+  return false;
+#endif
+}
+
+VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps) {
+#ifdef SINTER_HAVE_SPIRV_CODEGEN
+  codegen::SpirvTarget target;
+  target.subgroupSize = caps.subgroupSize;
+  target.storage8 = caps.storageBuffer8BitAccess;
+  target.storage16 = caps.storageBuffer16BitAccess;
+  target.float16 = caps.shaderFloat16;
+  target.intDot = caps.integerDotProduct;
+  target.maxWorkgroupInvocations = caps.maxComputeWorkGroupInvocations;
+  return [target](const codegen::KernelSpec &spec) -> absl::StatusOr<VulkanKernel> {
+    SINTER_ASSIGN_OR_RETURN(codegen::SpirvKernel k, codegen::buildSpirvKernel(spec, target));
+    VulkanKernel out;
+    out.name = k.name;
+    out.binary.spirv = k.words;
+    out.binary.entryPoint = k.entryPoint;
+    out.binary.numBuffers = k.numBindings();
+    out.binary.pushConstantBytes = k.pushConstantBytes();
+    out.binary.localSize = k.localSize;
+    // The kernels assume subgroups of exactly target.subgroupSize lanes, all of them full.
+    out.binary.requireFullSubgroups = true;
+    out.binary.requiredSubgroupSize = target.subgroupSize;
+    out.pushConstantInts = k.pushConstantInts;
+    out.grid = [k](const int64_t *ints) { return k.grid(ints); };
+    return out;
+  };
+#else
+  (void)caps;
+  return [](const codegen::KernelSpec &spec) -> absl::StatusOr<VulkanKernel> {
+    return absl::UnimplementedError(
+        absl::StrCat("kernel ", spec.name(), ": the SPIR-V code generator is not in this build"));
+  };
+#endif
+}
+
+absl::StatusOr<std::unique_ptr<ComputeBackend>> createVulkanBackend(const BackendOptions &options,
+                                                                    VulkanBackendOptions vulkan) {
+  if (!vulkan.builder && !haveSpirvCodegen())
+    return absl::UnimplementedError(
+        "backend 'vulkan' is not built yet: the SPIR-V code generator is not in this build");
+  std::shared_ptr<runtime::vulkan::VulkanDevice> device = vulkan.device;
+  if (!device) {
+    SINTER_ASSIGN_OR_RETURN(std::unique_ptr<runtime::vulkan::VulkanDevice> made,
+                            runtime::vulkan::VulkanDevice::create(vulkan.deviceOptions));
+    device = std::move(made);
+  }
+  runtime::vulkan::VulkanCompilerOptions compilerOptions;
+  compilerOptions.logFallbacks = vulkan.logFallbacks;
+  compilerOptions.stats = vulkan.stats;
+  const char *stats = std::getenv("SINTER_STATS");
+  compilerOptions.printKernelTimes = stats && *stats && std::strcmp(stats, "0") != 0;
+  VulkanKernelBuilder builder =
+      vulkan.builder ? std::move(vulkan.builder) : spirvCodegenBuilder(device->caps());
+  auto compiler = std::make_shared<runtime::vulkan::VulkanCompiler>(device, std::move(builder),
+                                                                    compilerOptions);
+
+  runtime::LazyBackendOptions lazy;
+  lazy.store =
+      std::make_unique<runtime::vulkan::VulkanBufferStore>(device, options.memoryLimitBytes);
+  if (options.fusion && !options.eager) {
+    lazy.name = "sinter-vulkan";
+    lazy.compiler = std::make_unique<passes::FusionCompiler>(
+        passes::FusionOptions{options.disabledFusions},
+        [compiler](KernelProgram program) { return compiler->compileProgram(program); },
+        "fusion+vulkan");
+    return std::unique_ptr<ComputeBackend>(new runtime::LazyBackend(std::move(lazy)));
+  }
+  // Without fusion the lazy backend owns the compiler through a forwarding PlanCompiler.
+  class Unfused : public PlanCompiler {
+  public:
+    explicit Unfused(std::shared_ptr<runtime::vulkan::VulkanCompiler> c) : c_(std::move(c)) {}
+    std::string name() const override { return c_->name(); }
+    absl::StatusOr<std::unique_ptr<Plan>> compile(const Trace &trace,
+                                                  const std::vector<IntSlot> &params) override {
+      return c_->compile(trace, params);
+    }
+
+  private:
+    std::shared_ptr<runtime::vulkan::VulkanCompiler> c_;
+  };
+  lazy.compiler = std::make_unique<Unfused>(compiler);
+  if (options.eager) {
+    // One call per flush, each waited for: the per-op baseline of the benchmarks.
+    lazy.name = "sinter-vulkan-eager";
+    return std::unique_ptr<ComputeBackend>(
+        new EagerBackend(std::make_unique<runtime::LazyBackend>(std::move(lazy))));
+  }
+  lazy.name = "sinter-vulkan-unfused";
+  return std::unique_ptr<ComputeBackend>(new runtime::LazyBackend(std::move(lazy)));
+}
+
+} // namespace sinter

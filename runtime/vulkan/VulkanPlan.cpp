@@ -1,0 +1,533 @@
+// VulkanPlan.cpp - KernelProgram -> steps (upload, copy, dispatch) -> one command buffer per run.
+//
+// The plan is compiled once per trace structure; a run binds this flush's buffers and integers,
+// records every step with only the barriers the slots' accesses need, submits once and waits.
+#include "runtime/vulkan/VulkanPlan.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "runtime/vulkan/DescriptorCache.h"
+#include "runtime/vulkan/PipelineCache.h"
+#include "runtime/vulkan/StagingRing.h"
+#include "runtime/vulkan/VkStatus.h"
+#include "runtime/vulkan/VkStruct.h"
+#include "runtime/vulkan/VulkanMemory.h"
+#include "sinter/Status.h"
+
+namespace sinter::runtime::vulkan {
+namespace {
+
+uint8_t paramMaskOf(const KernelMember &op) {
+  uint8_t mask = 0;
+  for (int i = 0; i < 5; ++i)
+    if (op.paramOf[i] >= 0)
+      mask |= uint8_t(1u << i);
+  return mask;
+}
+
+constexpr VkPipelineStageFlags kWorkStages =
+    VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+
+// One step of a plan.
+struct Step {
+  enum class Kind : uint8_t { Upload, Copy, Dispatch };
+  Kind kind = Kind::Dispatch;
+  KernelMember member;
+  const VulkanCompiler::Built *built = nullptr; ///< Dispatch
+  uint32_t kernelIndex = 0;                     ///< the program kernel it belongs to
+  /// Slots read and written (from opAccesses), for the barriers.
+  std::array<uint32_t, 3> slots{};
+  uint8_t numSlots = 0;
+  uint8_t readMask = 0, writeMask = 0; ///< bit i: slots[i]
+};
+
+// Per-slot accesses since the last barrier; decides where barriers go.
+class HazardTracker {
+public:
+  explicit HazardTracker(size_t slots) : state_(slots, 0) {}
+  /// True when the step must wait for earlier steps: it reads a slot written since the last
+  /// barrier (RAW), or writes one read or written since then (WAR, WAW). Then the caller records
+  /// a barrier and calls clear().
+  bool needsBarrier(const Step &s) const {
+    for (int i = 0; i < s.numSlots; ++i) {
+      uint8_t st = state_[s.slots[i]];
+      if (((s.readMask >> i) & 1) && (st & kWritten))
+        return true;
+      if (((s.writeMask >> i) & 1) && st)
+        return true;
+    }
+    return false;
+  }
+  void clear() { std::fill(state_.begin(), state_.end(), 0); }
+  void mark(const Step &s) {
+    for (int i = 0; i < s.numSlots; ++i) {
+      if ((s.readMask >> i) & 1)
+        state_[s.slots[i]] |= kRead;
+      if ((s.writeMask >> i) & 1)
+        state_[s.slots[i]] |= kWritten;
+    }
+  }
+
+private:
+  static constexpr uint8_t kRead = 1, kWritten = 2;
+  std::vector<uint8_t> state_;
+};
+
+class VulkanPlanImpl : public Plan {
+public:
+  VulkanPlanImpl(std::shared_ptr<VulkanDevice> device,
+                 std::shared_ptr<VulkanCompiler::Shared> shared, std::vector<Step> steps,
+                 size_t launches, size_t numSlots, std::string description, bool printTimes,
+                 bool checkValidation)
+      : device_(std::move(device)), shared_(std::move(shared)), steps_(std::move(steps)),
+        launches_(launches), numSlots_(numSlots), description_(std::move(description)),
+        printTimes_(printTimes && device_->timestampsEnabled()),
+        checkValidation_(checkValidation && device_->validationEnabled()) {
+    for (const Step &s : steps_)
+      dispatches_ += s.kind == Step::Kind::Dispatch;
+  }
+  ~VulkanPlanImpl() override {
+    if (queries_ != VK_NULL_HANDLE)
+      vkDestroyQueryPool(device_->device(), queries_, nullptr);
+    device_->freeBuffer(scratch_);
+    for (const BufferRef &r : retired_)
+      device_->freeBuffer(r);
+  }
+
+  absl::Status run(const PlanArgs &args) override;
+  size_t numKernels() const override { return launches_; }
+  std::string describe() const override { return description_; }
+
+private:
+  // The command buffer being recorded and what it holds.
+  struct Segment {
+    VkCommandBuffer cmd = VK_NULL_HANDLE;
+    size_t firstStep = 0;
+  };
+  absl::Status begin(Segment &seg, size_t step);
+  absl::Status submit(Segment &seg, size_t endStep);
+  absl::Status recordUpload(Segment &seg, size_t index, const PlanArgs &args,
+                            HazardTracker &hazards);
+  absl::Status recordCopy(Segment &seg, const Step &s, const OpCall &op, const PlanArgs &args,
+                          HazardTracker &hazards);
+  absl::Status recordDispatch(Segment &seg, const Step &s, const OpCall &op, const PlanArgs &args,
+                              uint32_t query);
+  void barrier(Segment &seg) {
+    recordMemoryBarrier(seg.cmd, kWorkStages,
+                        VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, kWorkStages,
+                        VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                            VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+    ++barriers_;
+  }
+  std::string stepName(size_t i) const;
+  void printTimes(const std::vector<uint32_t> &dispatchSteps);
+
+  std::shared_ptr<VulkanDevice> device_;
+  std::shared_ptr<VulkanCompiler::Shared> shared_;
+  std::vector<Step> steps_;
+  size_t launches_;
+  size_t numSlots_;
+  std::string description_;
+  bool printTimes_;
+  bool checkValidation_;
+  size_t dispatches_ = 0;
+  VkQueryPool queries_ = VK_NULL_HANDLE;
+  /// Overlapping same-buffer copies go through this (grown as needed, kept for the next run).
+  BufferRef scratch_;
+  std::vector<BufferRef> retired_; ///< outgrown scratch ranges, freed after the submission
+  // Counters of the run in progress.
+  uint64_t barriers_ = 0, submissions_ = 0, copies_ = 0, uploads_ = 0, dispatched_ = 0;
+};
+
+std::string VulkanPlanImpl::stepName(size_t i) const {
+  const Step &s = steps_[i];
+  switch (s.kind) {
+  case Step::Kind::Upload:
+    return absl::StrCat("upload to slot ", s.member.entry.uploadSlot);
+  case Step::Kind::Copy:
+    return absl::StrCat("kernel #", s.kernelIndex, " ", opInfo(s.member.entry.op.kind).name);
+  case Step::Kind::Dispatch:
+    return absl::StrCat("kernel #", s.kernelIndex, " ", s.built->kernel.name);
+  }
+  return "";
+}
+
+absl::Status VulkanPlanImpl::begin(Segment &seg, size_t step) {
+  SINTER_ASSIGN_OR_RETURN(seg.cmd, device_->beginOneShot());
+  seg.firstStep = step;
+  return absl::OkStatus();
+}
+
+absl::Status VulkanPlanImpl::submit(Segment &seg, size_t endStep) {
+  VkCommandBuffer cmd = std::exchange(seg.cmd, VK_NULL_HANDLE);
+  absl::Status s = device_->endOneShot(cmd);
+  ++submissions_;
+  device_->staging().reset();
+  for (const BufferRef &r : retired_)
+    device_->freeBuffer(r);
+  retired_.clear();
+  if (s.ok() || endStep <= seg.firstStep)
+    return s;
+  // The device cannot say which dispatch failed: name the range the submission held.
+  return absl::Status(s.code(),
+                      absl::StrCat("vulkan: the submission of steps ", seg.firstStep, "..",
+                                   endStep - 1, " (", stepName(seg.firstStep), " ... ",
+                                   stepName(endStep - 1), ") failed: ", s.message()));
+}
+
+absl::Status VulkanPlanImpl::recordUpload(Segment &seg, size_t index, const PlanArgs &args,
+                                          HazardTracker &hazards) {
+  const Step &s = steps_[index];
+  const TraceEntry &e = s.member.entry;
+  const std::vector<uint8_t> &payload = *args.payloads[e.payload];
+  const BufferRef &dst = *static_cast<const BufferRef *>(args.slotDevice[e.uploadSlot]);
+  StagingRing &ring = device_->staging();
+  for (uint64_t done = 0; done < e.uploadBytes;) {
+    uint64_t left = e.uploadBytes - done;
+    // take() aligns to 16 bytes: keep that much in hand.
+    uint64_t available = ring.remaining() > 16 ? ring.remaining() - 16 : 0;
+    if (available < std::min<uint64_t>(left, 64 << 10)) {
+      // The ring is full: run what is recorded, then continue in a fresh command buffer (it
+      // starts with the entry barrier, so only this step's own write is left to track).
+      SINTER_RETURN_IF_ERROR(submit(seg, index));
+      SINTER_RETURN_IF_ERROR(begin(seg, index));
+      hazards.clear();
+      hazards.mark(s);
+      available = ring.remaining() - 16;
+    }
+    uint64_t chunk = std::min(left, available);
+    SINTER_ASSIGN_OR_RETURN(StagingSpan span, ring.take(chunk));
+    std::memcpy(span.data, payload.data() + done, chunk);
+    VkBufferCopy region{span.offset, dst.offset + done, chunk};
+    vkCmdCopyBuffer(seg.cmd, span.buffer, dst.buffer, 1, &region);
+    done += chunk;
+  }
+  ++uploads_;
+  return absl::OkStatus();
+}
+
+absl::Status VulkanPlanImpl::recordCopy(Segment &seg, const Step &s, const OpCall &op,
+                                        const PlanArgs &args, HazardTracker &hazards) {
+  const BufferRef &src =
+      *static_cast<const BufferRef *>(args.slotDevice[Trace::slotOf(op.buffers[0])]);
+  const BufferRef &dst =
+      *static_cast<const BufferRef *>(args.slotDevice[Trace::slotOf(op.buffers[1])]);
+  uint64_t so = 0, dO = 0, size = op.ints[0];
+  if (op.kind == OpKind::CopyBufferOffset) {
+    so = op.ints[0];
+    dO = op.ints[1];
+    size = op.ints[2];
+  }
+  if (size == 0)
+    return absl::OkStatus();
+  ++copies_;
+  bool overlap = src.buffer == dst.buffer && src.offset + so < dst.offset + dO + size &&
+                 dst.offset + dO < src.offset + so + size;
+  if (!overlap) {
+    VkBufferCopy region{src.offset + so, dst.offset + dO, size};
+    vkCmdCopyBuffer(seg.cmd, src.buffer, dst.buffer, 1, &region);
+    return absl::OkStatus();
+  }
+  // memmove: vkCmdCopyBuffer forbids overlapping regions, so copy through scratch memory.
+  if (scratch_.size < size) {
+    // The segment being recorded may use the old range: free it after the submission.
+    retired_.push_back(std::exchange(scratch_, BufferRef{}));
+    SINTER_ASSIGN_OR_RETURN(scratch_, device_->createBuffer(size));
+  }
+  VkBufferCopy in{src.offset + so, scratch_.offset, size};
+  vkCmdCopyBuffer(seg.cmd, src.buffer, scratch_.buffer, 1, &in);
+  barrier(seg);
+  VkBufferCopy out{scratch_.offset, dst.offset + dO, size};
+  vkCmdCopyBuffer(seg.cmd, scratch_.buffer, dst.buffer, 1, &out);
+  // The next overlapping copy reuses the scratch range: order it after this one.
+  barrier(seg);
+  hazards.clear();
+  return absl::OkStatus();
+}
+
+absl::Status VulkanPlanImpl::recordDispatch(Segment &seg, const Step &s, const OpCall &op,
+                                            const PlanArgs &args, uint32_t query) {
+  const VulkanKernel &k = s.built->kernel;
+  const Pipeline &p = *s.built->pipeline;
+  int64_t ints[5];
+  for (int i = 0; i < 5; ++i)
+    ints[i] = static_cast<int64_t>(op.ints[i]);
+  std::array<uint32_t, 3> groups = k.grid(ints);
+  std::array<BufferRef, 3> refs;
+  for (uint32_t i = 0; i < k.binary.numBuffers; ++i)
+    refs[i] = *static_cast<const BufferRef *>(args.slotDevice[Trace::slotOf(op.buffers[i])]);
+  std::array<uint32_t, 32> push{};
+  for (size_t j = 0; j < k.pushConstantInts.size(); ++j)
+    push[j] = static_cast<uint32_t>(op.ints[k.pushConstantInts[j]]);
+  auto pushBytes = absl::MakeConstSpan(reinterpret_cast<const uint8_t *>(push.data()),
+                                       k.binary.pushConstantBytes);
+  absl::Span<const BufferRef> bound(refs.data(), k.binary.numBuffers);
+  if (groups[0] == 0 || groups[1] == 0 || groups[2] == 0)
+    return absl::OkStatus();
+  SINTER_RETURN_IF_ERROR(checkDispatch(device_->caps(), k.binary, bound, pushBytes, groups));
+  SINTER_ASSIGN_OR_RETURN(VkDescriptorSet set, device_->descriptors().get(p, bound));
+  vkCmdBindPipeline(seg.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
+  vkCmdBindDescriptorSets(seg.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0,
+                          nullptr);
+  if (!pushBytes.empty())
+    vkCmdPushConstants(seg.cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                       static_cast<uint32_t>(pushBytes.size()), pushBytes.data());
+  if (queries_ != VK_NULL_HANDLE)
+    vkCmdWriteTimestamp(seg.cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_, 2 * query);
+  vkCmdDispatch(seg.cmd, groups[0], groups[1], groups[2]);
+  if (queries_ != VK_NULL_HANDLE)
+    vkCmdWriteTimestamp(seg.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, 2 * query + 1);
+  ++dispatched_;
+  return absl::OkStatus();
+}
+
+absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
+  if (args.slotDevice.size() < numSlots_)
+    return absl::FailedPreconditionError(
+        "vulkan plan: the buffers are not in Vulkan device memory (no slotDevice references)");
+  barriers_ = submissions_ = copies_ = uploads_ = dispatched_ = 0;
+  uint64_t messagesBefore = checkValidation_ ? device_->validationLog().count : 0;
+  DescriptorCache &descriptors = device_->descriptors();
+  descriptors.invalidateIfBuffersDestroyed(device_->memory().destroyedBlocks());
+  device_->staging().reset();
+  if (printTimes_ && queries_ == VK_NULL_HANDLE && dispatches_ > 0) {
+    auto info = vkStruct<VkQueryPoolCreateInfo>(VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO);
+    info.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    info.queryCount = static_cast<uint32_t>(2 * dispatches_);
+    SINTER_RETURN_IF_ERROR(vkStatus(vkCreateQueryPool(device_->device(), &info, nullptr, &queries_),
+                                    "vkCreateQueryPool"));
+  }
+  Segment seg;
+  SINTER_RETURN_IF_ERROR(begin(seg, 0));
+  if (queries_ != VK_NULL_HANDLE)
+    vkCmdResetQueryPool(seg.cmd, queries_, 0, static_cast<uint32_t>(2 * dispatches_));
+  HazardTracker hazards(numSlots_);
+  std::vector<uint32_t> dispatchSteps;
+  absl::Status status;
+  for (size_t i = 0; i < steps_.size() && status.ok(); ++i) {
+    const Step &s = steps_[i];
+    if (hazards.needsBarrier(s)) {
+      barrier(seg);
+      hazards.clear();
+    }
+    hazards.mark(s);
+    if (s.kind == Step::Kind::Upload) {
+      status = recordUpload(seg, i, args, hazards);
+      continue;
+    }
+    OpCall op = boundOp(s.member, args.params);
+    if (s.kind == Step::Kind::Copy) {
+      status = recordCopy(seg, s, op, args, hazards);
+      continue;
+    }
+    status = recordDispatch(seg, s, op, args, static_cast<uint32_t>(dispatchSteps.size()));
+    dispatchSteps.push_back(static_cast<uint32_t>(i));
+    if (!status.ok())
+      status =
+          absl::Status(status.code(), absl::StrCat(stepName(i), " (", describeOp(s.member.entry.op),
+                                                   "): ", status.message()));
+  }
+  if (!status.ok()) {
+    // Nothing of this segment runs (what earlier segments of a split flush did stays done).
+    device_->discardOneShot(std::exchange(seg.cmd, VK_NULL_HANDLE));
+    device_->staging().reset();
+    return status;
+  }
+  // No exit barrier: every later command buffer starts with the entry barrier.
+  SINTER_RETURN_IF_ERROR(submit(seg, steps_.size()));
+  descriptors.trim();
+  if (printTimes_)
+    printTimes(dispatchSteps);
+  {
+    absl::MutexLock lock(&shared_->mu);
+    VulkanCompilerStats &st = shared_->stats;
+    ++st.runs;
+    st.submissions += submissions_;
+    st.dispatches += dispatched_;
+    st.copies += copies_;
+    st.uploads += uploads_;
+    st.barriers += barriers_;
+  }
+  if (checkValidation_) {
+    ValidationLog log = device_->validationLog();
+    if (log.count > messagesBefore)
+      return absl::InternalError(absl::StrCat(
+          "vulkan: the validation layer reported ", log.count - messagesBefore,
+          " message(s) during the flush; first: ",
+          messagesBefore < log.messages.size() ? log.messages[messagesBefore] : "(not kept)"));
+  }
+  return absl::OkStatus();
+}
+
+void VulkanPlanImpl::printTimes(const std::vector<uint32_t> &dispatchSteps) {
+  if (queries_ == VK_NULL_HANDLE || dispatchSteps.empty())
+    return;
+  std::vector<uint64_t> ticks(2 * dispatchSteps.size());
+  VkResult r =
+      vkGetQueryPoolResults(device_->device(), queries_, 0, static_cast<uint32_t>(ticks.size()),
+                            ticks.size() * sizeof(uint64_t), ticks.data(), sizeof(uint64_t),
+                            VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+  if (r != VK_SUCCESS)
+    return;
+  double period = device_->caps().timestampPeriod, total = 0;
+  for (size_t q = 0; q < dispatchSteps.size(); ++q) {
+    const Step &s = steps_[dispatchSteps[q]];
+    double seconds = double(ticks[2 * q + 1] - ticks[2 * q]) * period * 1e-9;
+    total += seconds;
+    const OpCall &op = s.member.entry.op;
+    int64_t ints[5];
+    for (int i = 0; i < 5; ++i)
+      ints[i] = static_cast<int64_t>(op.ints[i]);
+    double bytes = double(codegen::workBytes(op.kind, op.dtype, ints));
+    std::fprintf(stderr, "sinter-stats: vulkan %s: %.3f us, %.0f bytes, %.2f GB/s\n",
+                 stepName(dispatchSteps[q]).c_str(), seconds * 1e6, bytes,
+                 seconds > 0 ? bytes / seconds * 1e-9 : 0.0);
+  }
+  std::fprintf(stderr, "sinter-stats: vulkan flush: %zu dispatches, %.3f us of kernel time\n",
+               dispatchSteps.size(), total * 1e6);
+  absl::MutexLock lock(&shared_->mu);
+  shared_->stats.kernelSeconds += total;
+}
+
+// The slots an op reads and writes.
+void setAccesses(Step &s) {
+  const TraceEntry &e = s.member.entry;
+  if (e.kind == TraceEntry::Kind::Upload) {
+    s.slots[0] = e.uploadSlot;
+    s.numSlots = 1;
+    s.writeMask = 1;
+    return;
+  }
+  const OpCall &op = e.op;
+  int n = opInfo(op.kind).numBuffers;
+  s.numSlots = static_cast<uint8_t>(n);
+  for (int i = 0; i < n; ++i)
+    s.slots[i] = Trace::slotOf(op.buffers[i]);
+  absl::StatusOr<AccessList> accesses = opAccesses(op);
+  if (!accesses.ok()) { // validated when recorded; be conservative anyway
+    s.readMask = s.writeMask = uint8_t((1u << n) - 1);
+    return;
+  }
+  for (const BufferAccess &a : *accesses) {
+    // An access of size 0 under these integers may be non-empty under others (parameters).
+    if (a.read)
+      s.readMask |= uint8_t(1u << a.bufferIndex);
+    if (a.write)
+      s.writeMask |= uint8_t(1u << a.bufferIndex);
+  }
+}
+
+} // namespace
+
+VulkanCompiler::VulkanCompiler(std::shared_ptr<VulkanDevice> device, VulkanKernelBuilder builder,
+                               VulkanCompilerOptions options)
+    : device_(std::move(device)), builder_(std::move(builder)), options_(options),
+      shared_(options_.stats ? options_.stats : std::make_shared<Shared>()) {}
+
+VulkanCompiler::~VulkanCompiler() = default;
+
+absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compile(const Trace &trace,
+                                                              const std::vector<IntSlot> &params) {
+  return compileProgram(unfusedProgram(trace, params));
+}
+
+const VulkanCompiler::Built &VulkanCompiler::kernelFor(const codegen::KernelSpec &spec) {
+  std::string key = spec.key();
+  auto found = kernels_.find(key);
+  if (found != kernels_.end()) {
+    absl::MutexLock lock(&shared_->mu);
+    ++shared_->stats.kernelHits;
+    return *found->second;
+  }
+  auto built = std::make_unique<Built>();
+  absl::StatusOr<VulkanKernel> kernel =
+      builder_ ? builder_(spec) : absl::UnimplementedError("no SPIR-V kernel builder");
+  if (kernel.ok()) {
+    built->kernel = std::move(kernel).value();
+    absl::StatusOr<const Pipeline *> p = device_->pipelines().get(built->kernel.binary);
+    if (p.ok())
+      built->pipeline = *p;
+    else
+      built->status = p.status();
+  } else {
+    built->status = kernel.status();
+  }
+  {
+    absl::MutexLock lock(&shared_->mu);
+    shared_->stats.kernelsBuilt += built->status.ok();
+  }
+  return *kernels_.emplace(std::move(key), std::move(built)).first->second;
+}
+
+absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const KernelProgram &program) {
+  std::vector<Step> steps;
+  std::string description;
+  size_t numSlots = 0;
+  auto addSlots = [&](const Step &s) {
+    for (int i = 0; i < s.numSlots; ++i)
+      numSlots = std::max<size_t>(numSlots, s.slots[i] + 1);
+  };
+  for (size_t k = 0; k < program.kernels.size(); ++k) {
+    const Kernel &kernel = program.kernels[k];
+    if (kernel.ops.size() > 1 && options_.logFallbacks &&
+        loggedFallbacks_.emplace(kernel.name, true).second) {
+      // The SPIR-V generator builds single-op kernels only so far (KernelSpec prologue and
+      // epilogue empty): a fused kernel runs as its members, in order, in the same submission.
+      std::fprintf(stderr,
+                   "sinter: vulkan: fused kernel '%s' has no generated kernel yet; its %zu member "
+                   "ops run as single-op kernels\n",
+                   kernel.name.c_str(), kernel.ops.size());
+      absl::MutexLock lock(&shared_->mu);
+      ++shared_->stats.fusedFallbacks;
+    }
+    for (const KernelMember &member : kernel.ops) {
+      Step s;
+      s.member = member;
+      s.kernelIndex = static_cast<uint32_t>(k);
+      setAccesses(s);
+      addSlots(s);
+      const TraceEntry &e = member.entry;
+      if (e.kind == TraceEntry::Kind::Upload) {
+        s.kind = Step::Kind::Upload;
+        absl::StrAppend(&description, "host copy ", k, ": slot ", e.uploadSlot, " ", e.uploadBytes,
+                        " bytes\n");
+        steps.push_back(std::move(s));
+        continue;
+      }
+      if (e.op.kind == OpKind::CopyBuffer || e.op.kind == OpKind::CopyBufferOffset) {
+        s.kind = Step::Kind::Copy;
+        absl::StrAppend(&description, "kernel ", k, " ", kernel.name,
+                        ": vkCmdCopyBuffer: ", describeOp(e.op), "\n");
+        steps.push_back(std::move(s));
+        continue;
+      }
+      codegen::KernelSpec spec = codegen::singleOpSpec(e.op, paramMaskOf(member));
+      const Built &built = kernelFor(spec);
+      if (!built.status.ok())
+        return absl::Status(
+            built.status.code() == absl::StatusCode::kUnimplemented ? built.status.code()
+                                                                    : absl::StatusCode::kInternal,
+            absl::StrCat("vulkan: no kernel for ", describeOp(e.op), " (", spec.name(),
+                         ", kernel #", k, " '", kernel.name, "'): ", built.status.message()));
+      s.built = &built;
+      absl::StrAppend(&description, "kernel ", k, " ", kernel.name, ": spirv ", built.kernel.name,
+                      ": ", describeOp(e.op), "\n");
+      steps.push_back(std::move(s));
+    }
+  }
+  {
+    absl::MutexLock lock(&shared_->mu);
+    ++shared_->stats.plans;
+  }
+  return std::unique_ptr<Plan>(new VulkanPlanImpl(
+      device_, shared_, std::move(steps), program.numLaunches(), numSlots, std::move(description),
+      options_.printKernelTimes, options_.failOnValidationMessages));
+}
+
+VulkanCompilerStats VulkanCompiler::stats() const { return shared_->get(); }
+
+} // namespace sinter::runtime::vulkan

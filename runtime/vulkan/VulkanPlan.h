@@ -1,0 +1,124 @@
+// VulkanPlan.h - the PlanCompiler that runs KernelPrograms on a Vulkan device.
+//
+// Each kernel of a program becomes a compute pipeline (built once per KernelSpec key by an
+// injected kernel builder, the SPIR-V code generator in production, hand-written SPIR-V in
+// tests); copies become vkCmdCopyBuffer and uploads staged copies. A run records ONE command
+// buffer for the whole flush: uploads, dispatches with push constants, a global memory barrier
+// only before a step that reads what an earlier step wrote, or writes what an earlier step read
+// or wrote (per buffer slot), then one submission and one wait. Only when the uploads of a flush
+// do not fit in the staging ring is the command buffer split (submit, wait, continue).
+//
+// A fused kernel the builder cannot generate (Unimplemented) runs as its member ops' single-op
+// kernels, logged once per kernel; an op with no single-op kernel fails the compilation with
+// Unimplemented, naming the op: results never silently come from somewhere else.
+#ifndef SINTER_RUNTIME_VULKAN_VULKANPLAN_H
+#define SINTER_RUNTIME_VULKAN_VULKANPLAN_H
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "codegen/KernelSpec.h"
+#include "runtime/vulkan/PipelineCache.h"
+#include "runtime/vulkan/VulkanDevice.h"
+#include "support/KernelProgram.h"
+#include "support/Plan.h"
+
+namespace sinter::runtime::vulkan {
+
+/// One compiled kernel as the runtime dispatches it.
+struct VulkanKernel {
+  std::string name;
+  /// The SPIR-V and its interface: binding i is the anchor op's buffer operand i; push-constant
+  /// word j holds ints[pushConstantInts[j]] of the op, as a u32.
+  KernelBinary binary;
+  std::vector<uint8_t> pushConstantInts;
+  /// Workgroups for the op's integer arguments (all of them); a zero count skips the dispatch.
+  std::function<std::array<uint32_t, 3>(const int64_t *ints)> grid;
+};
+
+/// Builds the kernel of `spec`; Unimplemented when the generator has none for it.
+using VulkanKernelBuilder =
+    std::function<absl::StatusOr<VulkanKernel>(const codegen::KernelSpec &spec)>;
+
+/// Counters over the life of a compiler and its plans.
+struct VulkanCompilerStats {
+  uint64_t plans = 0;
+  uint64_t kernelsBuilt = 0;   ///< distinct kernels built (pipelines made)
+  uint64_t kernelHits = 0;     ///< ops whose kernel was built before
+  uint64_t fusedFallbacks = 0; ///< distinct fused kernels run as their members
+  uint64_t runs = 0;
+  uint64_t submissions = 0;
+  uint64_t dispatches = 0;
+  uint64_t copies = 0;   ///< vkCmdCopyBuffer of copy ops (uploads not counted)
+  uint64_t uploads = 0;  ///< staged host copies
+  uint64_t barriers = 0; ///< memory barriers between steps (the entry barrier not counted)
+  /// Sum of the kernels' device time (timestamps), when they are on.
+  double kernelSeconds = 0;
+};
+
+/// The counters of a compiler and its plans; tests and benchmarks may hold it after the backend
+/// that owns the compiler is gone.
+struct VulkanStatsSink {
+  mutable absl::Mutex mu;
+  VulkanCompilerStats stats ABSL_GUARDED_BY(mu);
+  VulkanCompilerStats get() const {
+    absl::MutexLock lock(&mu);
+    return stats;
+  }
+};
+
+struct VulkanCompilerOptions {
+  /// One line on stderr per fused kernel that falls back to its members (once per kernel name).
+  bool logFallbacks = true;
+  /// Per-kernel timestamps printed after each flush (SINTER_STATS=1 sets it; needs timestamps).
+  bool printKernelTimes = false;
+  /// Where the counters go; a fresh sink when null.
+  std::shared_ptr<VulkanStatsSink> stats;
+  /// Fail a flush with Internal when the validation layer (if on) reported messages during it.
+  bool failOnValidationMessages = true;
+};
+
+class VulkanCompiler : public PlanCompiler {
+public:
+  VulkanCompiler(std::shared_ptr<VulkanDevice> device, VulkanKernelBuilder builder,
+                 VulkanCompilerOptions options = {});
+  ~VulkanCompiler() override;
+
+  std::string name() const override { return "vulkan"; }
+  /// The trace's unfused program: every entry its own kernel.
+  absl::StatusOr<std::unique_ptr<Plan>> compile(const Trace &trace,
+                                                const std::vector<IntSlot> &params) override;
+  /// A program from the fusion pipeline.
+  absl::StatusOr<std::unique_ptr<Plan>> compileProgram(const KernelProgram &program);
+
+  VulkanCompilerStats stats() const;
+  VulkanDevice &device() { return *device_; }
+
+  /// A kernel built for one spec (or the error building it), shared by every plan.
+  struct Built {
+    absl::Status status;
+    VulkanKernel kernel;
+    const Pipeline *pipeline = nullptr;
+  };
+  using Shared = VulkanStatsSink;
+
+private:
+  const Built &kernelFor(const codegen::KernelSpec &spec);
+
+  std::shared_ptr<VulkanDevice> device_;
+  VulkanKernelBuilder builder_;
+  VulkanCompilerOptions options_;
+  absl::flat_hash_map<std::string, std::unique_ptr<Built>> kernels_;
+  absl::flat_hash_map<std::string, bool> loggedFallbacks_;
+  std::shared_ptr<Shared> shared_;
+};
+
+} // namespace sinter::runtime::vulkan
+
+#endif // SINTER_RUNTIME_VULKAN_VULKANPLAN_H

@@ -1,0 +1,388 @@
+// VulkanBackendTest.cpp - the vulkan backend (LazyBackend + VulkanBufferStore + VulkanCompiler)
+// on hand-written SPIR-V kernels (add, element_mul, silu), so the runtime is tested without the
+// SPIR-V code generator: one submission per flush, barriers only on dependencies, staged uploads,
+// copies, descriptor reuse over many flushes, and the error paths. Validation on, zero messages.
+#include "backends/VulkanBackend.h"
+
+#include <cmath>
+#include <cstring>
+#include <cstdlib>
+#include <random>
+
+#include "VulkanTestUtil.h"
+#include "backends/ReferenceBackend.h"
+#include "runtime/vulkan/DescriptorCache.h"
+#include "runtime/vulkan/VulkanMemory.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace sinter {
+namespace {
+
+using runtime::vulkan::KernelBinary;
+using runtime::vulkan::VulkanDevice;
+using runtime::vulkan::VulkanKernel;
+using runtime::vulkan::VulkanStatsSink;
+using ::testing::HasSubstr;
+
+// Kernels for add, element_mul and silu from tests/unit/vulkan/*.spvasm; everything else is
+// Unimplemented, as a code generator without that kernel would say.
+runtime::vulkan::VulkanKernelBuilder handWrittenKernels() {
+  return [](const codegen::KernelSpec &spec) -> absl::StatusOr<VulkanKernel> {
+    if (!spec.prologue.empty() || !spec.epilogue.empty())
+      return absl::UnimplementedError("fused kernels are not hand-written");
+    const char *file = nullptr;
+    uint32_t buffers = 3;
+    switch (spec.anchor.kind) {
+    case OpKind::Add:
+      file = "add_f32";
+      break;
+    case OpKind::ElementMul:
+      file = "mul_f32";
+      break;
+    case OpKind::Silu:
+      file = "silu_f32";
+      buffers = 2;
+      break;
+    default:
+      return absl::UnimplementedError(absl::StrCat("no hand-written kernel for ", spec.name()));
+    }
+    VulkanKernel k;
+    k.name = file;
+    k.binary = runtime::vulkan::test::loadKernel(file, buffers, 4);
+    k.pushConstantInts = {0}; // size
+    k.grid = [](const int64_t *ints) {
+      return std::array<uint32_t, 3>{uint32_t((ints[0] + 63) / 64), 1, 1};
+    };
+    return k;
+  };
+}
+
+class VulkanBackendTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    auto device = runtime::vulkan::test::makeDevice(deviceOptions());
+    if (!device)
+      GTEST_SKIP() << "no Vulkan device on this machine";
+    device_ = std::move(device);
+  }
+  void TearDown() override {
+    backend_.reset();
+    if (device_)
+      runtime::vulkan::test::expectNoValidationMessages(*device_);
+  }
+  virtual runtime::vulkan::VulkanDeviceOptions deviceOptions() {
+    runtime::vulkan::VulkanDeviceOptions o;
+    o.timestamps = true; // only read when SINTER_STATS asks for kernel times
+    return o;
+  }
+
+  ComputeBackend &make(bool fusion = false, uint64_t memoryLimit = 0) {
+    BackendOptions options;
+    options.kind = "vulkan";
+    options.fusion = fusion;
+    options.memoryLimitBytes = memoryLimit;
+    VulkanBackendOptions vulkan;
+    vulkan.device = device_;
+    vulkan.builder = handWrittenKernels();
+    vulkan.stats = stats_;
+    vulkan.logFallbacks = false;
+    auto backend = createVulkanBackend(options, vulkan);
+    EXPECT_TRUE(backend.ok()) << backend.status();
+    backend_ = std::move(backend).value();
+    return *backend_;
+  }
+
+  BufferHandle buffer(ComputeBackend &b, const std::vector<float> &values) {
+    BufferHandle h = b.allocate(values.size() * 4).value();
+    EXPECT_TRUE(b.copyToDevice(runtime::vulkan::test::asBytes(values), h).ok());
+    return h;
+  }
+  std::vector<float> read(ComputeBackend &b, BufferHandle h, size_t n) {
+    std::vector<float> out(n);
+    absl::Status s = b.copyFromDevice(h, runtime::vulkan::test::asWritableBytes(out));
+    EXPECT_TRUE(s.ok()) << s;
+    return out;
+  }
+  std::vector<float> random(size_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> d(-3, 3);
+    std::vector<float> v(n);
+    for (float &x : v)
+      x = d(rng);
+    return v;
+  }
+
+  std::shared_ptr<VulkanDevice> device_;
+  std::shared_ptr<VulkanStatsSink> stats_ = std::make_shared<VulkanStatsSink>();
+  std::unique_ptr<ComputeBackend> backend_;
+};
+
+double nmse(const std::vector<float> &out, const std::vector<float> &ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (std::isnan(out[i]))
+      return INFINITY;
+    num += (out[i] - ref[i]) * double(out[i] - ref[i]);
+    den += double(ref[i]) * ref[i];
+  }
+  return den == 0 ? num : num / den;
+}
+
+TEST_F(VulkanBackendTest, ReportsTheVulkanDevice) {
+  ComputeBackend &b = make();
+  DeviceInfo info = b.deviceInfo();
+  EXPECT_EQ(info.kind, BackendKind::Vulkan);
+  EXPECT_THAT(info.name, HasSubstr(device_->caps().deviceName));
+  EXPECT_GT(info.memoryBytes, 0u);
+  EXPECT_EQ(b.name(), "sinter-vulkan-unfused");
+}
+
+TEST_F(VulkanBackendTest, ChainRunsInOneSubmissionWithABarrierPerDependency) {
+  ComputeBackend &b = make();
+  const uint32_t n = 1000;
+  std::vector<float> a = random(n, 1), c = random(n, 2);
+  BufferHandle ha = buffer(b, a), hc = buffer(b, c);
+  BufferHandle t = b.allocate(n * 4).value(), u = b.allocate(n * 4).value(),
+               v = b.allocate(n * 4).value();
+  ASSERT_TRUE(b.add(ha, hc, t, n).ok());
+  ASSERT_TRUE(b.elementMul(t, hc, u, n).ok());
+  ASSERT_TRUE(b.silu(u, v, n).ok());
+  std::vector<float> out = read(b, v, n);
+  auto s = stats_->get();
+  EXPECT_EQ(s.runs, 1u);
+  EXPECT_EQ(s.submissions, 1u);
+  EXPECT_EQ(s.dispatches, 3u);
+  EXPECT_EQ(s.barriers, 2u) << "mul reads add's output, silu reads mul's";
+  ReferenceBackend ref;
+  BufferHandle ra = buffer(ref, a), rc = buffer(ref, c);
+  BufferHandle rt = ref.allocate(n * 4).value(), ru = ref.allocate(n * 4).value(),
+               rv = ref.allocate(n * 4).value();
+  ASSERT_TRUE(ref.add(ra, rc, rt, n).ok());
+  ASSERT_TRUE(ref.elementMul(rt, rc, ru, n).ok());
+  ASSERT_TRUE(ref.silu(ru, rv, n).ok());
+  EXPECT_LE(nmse(out, read(ref, rv, n)), 1e-7);
+  EXPECT_EQ(read(b, t, n), read(ref, rt, n)) << "add is exact";
+}
+
+TEST_F(VulkanBackendTest, IndependentOpsShareNoBarrierAndWriteAfterReadGetsOne) {
+  ComputeBackend &b = make();
+  const uint32_t n = 256;
+  std::vector<float> a = random(n, 3), c = random(n, 4);
+  BufferHandle ha = buffer(b, a), hc = buffer(b, c);
+  BufferHandle x = b.allocate(n * 4).value(), y = b.allocate(n * 4).value();
+  ASSERT_TRUE(b.add(ha, hc, x, n).ok());
+  ASSERT_TRUE(b.elementMul(ha, hc, y, n).ok());
+  ASSERT_TRUE(b.synchronize().ok());
+  EXPECT_EQ(stats_->get().barriers, 0u) << "two readers of a and c, distinct outputs";
+  // Overwriting a after reading it (WAR), in place (a = a * c reads and writes a in one op).
+  ASSERT_TRUE(b.add(ha, hc, x, n).ok());
+  ASSERT_TRUE(b.elementMul(ha, hc, ha, n).ok());
+  std::vector<float> gotX = read(b, x, n), gotA = read(b, ha, n);
+  EXPECT_EQ(stats_->get().barriers, 1u);
+  for (uint32_t i = 0; i < n; ++i) {
+    ASSERT_EQ(gotX[i], a[i] + c[i]) << i;
+    ASSERT_EQ(gotA[i], a[i] * c[i]) << i;
+  }
+}
+
+TEST_F(VulkanBackendTest, UploadsInsideAFlushAreOrderedWithTheKernels) {
+  ComputeBackend &b = make();
+  const uint32_t n = 300;
+  std::vector<float> a = random(n, 5), a2 = random(n, 6), c = random(n, 7);
+  BufferHandle ha = buffer(b, a), hc = buffer(b, c);
+  BufferHandle x = b.allocate(n * 4).value(), y = b.allocate(n * 4).value();
+  ASSERT_TRUE(b.add(ha, hc, x, n).ok());
+  // `a` is in the pending trace: this upload is recorded and runs between the two adds.
+  ASSERT_TRUE(b.copyToDevice(runtime::vulkan::test::asBytes(a2), ha).ok());
+  ASSERT_TRUE(b.add(ha, hc, y, n).ok());
+  std::vector<float> gotX = read(b, x, n), gotY = read(b, y, n);
+  for (uint32_t i = 0; i < n; ++i) {
+    ASSERT_EQ(gotX[i], a[i] + c[i]) << i;
+    ASSERT_EQ(gotY[i], a2[i] + c[i]) << i;
+  }
+  auto s = stats_->get();
+  EXPECT_EQ(s.uploads, 1u);
+  EXPECT_EQ(s.submissions, 1u);
+  EXPECT_EQ(s.barriers, 2u) << "WAR before the upload, RAW after it";
+}
+
+class SmallStagingTest : public VulkanBackendTest {
+  runtime::vulkan::VulkanDeviceOptions deviceOptions() override {
+    runtime::vulkan::VulkanDeviceOptions o;
+    o.stagingBytes = 256 << 10;
+    return o;
+  }
+};
+
+TEST_F(SmallStagingTest, UploadsLargerThanTheStagingRingSplitTheSubmission) {
+  ComputeBackend &b = make();
+  const uint32_t n = 300000; // 1.2 MB, about five rings
+  std::vector<float> a = random(n, 8), a2 = random(n, 9), c = random(n, 10);
+  BufferHandle ha = buffer(b, a), hc = buffer(b, c);
+  BufferHandle x = b.allocate(n * 4).value(), y = b.allocate(n * 4).value();
+  ASSERT_TRUE(b.add(ha, hc, x, n).ok());
+  ASSERT_TRUE(b.copyToDevice(runtime::vulkan::test::asBytes(a2), ha).ok());
+  ASSERT_TRUE(b.add(ha, hc, y, n).ok());
+  std::vector<float> gotX = read(b, x, n), gotY = read(b, y, n);
+  for (uint32_t i = 0; i < n; ++i) {
+    ASSERT_EQ(gotX[i], a[i] + c[i]) << i;
+    ASSERT_EQ(gotY[i], a2[i] + c[i]) << i;
+  }
+  EXPECT_GE(stats_->get().submissions, 5u);
+}
+
+TEST_F(VulkanBackendTest, CopiesMatchTheReferenceIncludingOverlappingMoves) {
+  ComputeBackend &b = make();
+  ReferenceBackend ref;
+  const uint32_t n = 1024;
+  std::vector<float> a = random(n, 11);
+  BufferHandle ha = buffer(b, a), ra = buffer(ref, a);
+  BufferHandle hb = b.allocate(n * 4).value(), rb = ref.allocate(n * 4).value();
+  for (ComputeBackend *be :
+       {static_cast<ComputeBackend *>(&b), static_cast<ComputeBackend *>(&ref)}) {
+    BufferHandle src = be == &b ? ha : ra, dst = be == &b ? hb : rb;
+    ASSERT_TRUE(be->copyBuffer(src, dst, 1000).ok());
+    ASSERT_TRUE(be->copyBufferOffset(src, dst, 7, 2001, 333).ok());
+    ASSERT_TRUE(be->copyBufferOffset(dst, dst, 0, 100, 2000).ok()) << "overlap, forward";
+    ASSERT_TRUE(be->copyBufferOffset(dst, dst, 150, 3, 1500).ok()) << "overlap, backward";
+    ASSERT_TRUE(be->copyBufferOffset(src, dst, 0, 0, 0).ok()) << "empty";
+  }
+  std::vector<float> got = read(b, hb, n), want = read(ref, rb, n);
+  for (uint32_t i = 0; i < n; ++i)
+    ASSERT_EQ(std::memcmp(&got[i], &want[i], 4), 0) << "at float " << i;
+  EXPECT_EQ(stats_->get().copies, 4u);
+}
+
+TEST_F(VulkanBackendTest, ReplayedFlushesReuseDescriptorSets) {
+  ComputeBackend &b = make();
+  const uint32_t n = 128;
+  std::vector<float> a = random(n, 12), c = random(n, 13);
+  BufferHandle ha = buffer(b, a), hc = buffer(b, c);
+  BufferHandle x = b.allocate(n * 4).value(), y = b.allocate(n * 4).value();
+  uint64_t setsAfterWarmup = 0;
+  for (int iter = 0; iter < 300; ++iter) {
+    a[0] = float(iter);
+    ASSERT_TRUE(b.copyToDevice(runtime::vulkan::test::asBytes(a), ha).ok());
+    ASSERT_TRUE(b.add(ha, hc, x, n).ok());
+    ASSERT_TRUE(b.elementMul(x, hc, y, n).ok());
+    std::vector<float> got = read(b, y, n);
+    ASSERT_EQ(got[0], (float(iter) + c[0]) * c[0]) << iter;
+    if (iter == 1)
+      setsAfterWarmup = device_->descriptors().stats().setsAllocated;
+  }
+  EXPECT_EQ(device_->descriptors().stats().setsAllocated, setsAfterWarmup);
+  EXPECT_EQ(stats_->get().plans, 1u) << "one structure, one plan";
+  EXPECT_EQ(stats_->get().submissions, 300u);
+}
+
+TEST_F(VulkanBackendTest, AnOpWithoutAKernelFailsTheFlushWithUnimplemented) {
+  ComputeBackend &b = make();
+  const uint32_t n = 64;
+  BufferHandle a = buffer(b, random(n, 14)), y = b.allocate(n * 4).value();
+  ASSERT_TRUE(b.softmax(a, y, n).ok()) << "recording is fine";
+  absl::Status s = b.synchronize();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("vulkan: no kernel for softmax"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("no hand-written kernel"));
+  // The backend stays usable.
+  ASSERT_TRUE(b.add(a, a, y, n).ok());
+  EXPECT_TRUE(b.synchronize().ok());
+}
+
+TEST_F(VulkanBackendTest, FreeRightAfterRecordingAReadIsLegal) {
+  ComputeBackend &b = make();
+  const uint32_t n = 100;
+  std::vector<float> a = random(n, 15);
+  BufferHandle ha = buffer(b, a), y = b.allocate(n * 4).value();
+  ASSERT_TRUE(b.add(ha, ha, y, n).ok());
+  ASSERT_TRUE(b.free(ha).ok());
+  EXPECT_EQ(b.free(ha).code(), absl::StatusCode::kNotFound);
+  std::vector<float> got = read(b, y, n);
+  for (uint32_t i = 0; i < n; ++i)
+    ASSERT_EQ(got[i], a[i] + a[i]);
+}
+
+TEST_F(VulkanBackendTest, NewBuffersAreZeroEvenWhenMemoryIsRecycled) {
+  ComputeBackend &b = make();
+  BufferHandle h = buffer(b, std::vector<float>(1000, 7.0f));
+  ASSERT_TRUE(b.free(h).ok());
+  BufferHandle again = b.allocate(4000).value();
+  EXPECT_EQ(read(b, again, 1000), std::vector<float>(1000, 0.0f));
+}
+
+TEST_F(VulkanBackendTest, DeviceLossAtAFlushIsUnavailable) {
+  ComputeBackend &b = make();
+  BufferHandle a = buffer(b, random(64, 16)), y = b.allocate(256).value();
+  ASSERT_TRUE(b.add(a, a, y, 64).ok());
+  device_->injectSubmitFaultForTesting(VK_ERROR_DEVICE_LOST);
+  absl::Status s = b.synchronize();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("VK_ERROR_DEVICE_LOST"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("add_f32"));
+  EXPECT_TRUE(device_->deviceLost());
+}
+
+TEST_F(VulkanBackendTest, OutOfDeviceMemoryAtAFlushIsResourceExhausted) {
+  ComputeBackend &b = make();
+  BufferHandle a = buffer(b, random(64, 17)), y = b.allocate(256).value();
+  ASSERT_TRUE(b.add(a, a, y, 64).ok());
+  device_->injectSubmitFaultForTesting(VK_ERROR_OUT_OF_DEVICE_MEMORY);
+  EXPECT_EQ(b.synchronize().code(), absl::StatusCode::kResourceExhausted);
+  ASSERT_TRUE(b.add(a, a, y, 64).ok());
+  EXPECT_TRUE(b.synchronize().ok()) << "not sticky, unlike device loss";
+}
+
+TEST_F(VulkanBackendTest, AllocationBeyondTheLimitIsResourceExhausted) {
+  ComputeBackend &b = make(/*fusion=*/false, /*memoryLimit=*/4096);
+  auto big = b.allocate(8192);
+  EXPECT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(big.status().message()), HasSubstr("8192 bytes requested"));
+  EXPECT_TRUE(b.allocate(4096).ok());
+  device_->memory().injectOutOfMemoryForTesting(1);
+  ComputeBackend &c = make();
+  // The first shared block exists already; a request above the block size needs a new one.
+  EXPECT_EQ(c.allocate(512ull << 20).status().code(), absl::StatusCode::kResourceExhausted);
+}
+
+TEST_F(VulkanBackendTest, FusedKernelsFallBackToTheirMembers) {
+  ComputeBackend &b = make(/*fusion=*/true);
+  EXPECT_EQ(b.name(), "sinter-vulkan");
+  ReferenceBackend ref;
+  const uint32_t n = 512;
+  std::vector<float> a = random(n, 18), c = random(n, 19);
+  std::vector<float> results[2];
+  for (int r = 0; r < 2; ++r) {
+    ComputeBackend &be = r == 0 ? b : static_cast<ComputeBackend &>(ref);
+    BufferHandle ha = buffer(be, a), hc = buffer(be, c);
+    BufferHandle s = be.allocate(n * 4).value(), m = be.allocate(n * 4).value(),
+                 y = be.allocate(n * 4).value();
+    ASSERT_TRUE(be.silu(ha, s, n).ok());
+    ASSERT_TRUE(be.elementMul(s, hc, m, n).ok());
+    ASSERT_TRUE(be.add(m, ha, y, n).ok());
+    results[r] = read(be, y, n);
+  }
+  EXPECT_LE(nmse(results[0], results[1]), 1e-7);
+  EXPECT_EQ(stats_->get().dispatches, 3u);
+}
+
+TEST_F(VulkanBackendTest, StatsModeTimesEveryKernel) {
+  if (!device_->timestampsEnabled())
+    GTEST_SKIP() << "device has no compute-queue timestamps";
+  setenv("SINTER_STATS", "1", 1);
+  ComputeBackend &b = make();
+  unsetenv("SINTER_STATS");
+  BufferHandle a = buffer(b, random(4096, 20)), y = b.allocate(4096 * 4).value();
+  ASSERT_TRUE(b.add(a, a, y, 4096).ok());
+  ASSERT_TRUE(b.silu(y, y, 4096).ok());
+  testing::internal::CaptureStderr();
+  ASSERT_TRUE(b.synchronize().ok());
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_THAT(err, HasSubstr("sinter-stats: vulkan kernel #0 add_f32: "));
+  EXPECT_THAT(err, HasSubstr("sinter-stats: vulkan kernel #1 silu_f32: "));
+  EXPECT_THAT(err, HasSubstr("2 dispatches"));
+  EXPECT_GT(stats_->get().kernelSeconds, 0.0);
+}
+
+} // namespace
+} // namespace sinter

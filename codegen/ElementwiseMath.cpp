@@ -1,7 +1,7 @@
 // ElementwiseMath.cpp - exp, silu and the binary element-wise ops, emitted with arith.
 //
-// exp follows the classic Cody-Waite scheme: n = round(x / ln 2) by the 1.5 * 2^23 trick (no
-// rounding intrinsic needed, so SPIR-V can take the same code), r = x - n ln 2 in two parts, e^r
+// exp follows the classic Cody-Waite scheme: n = round(x / ln 2) (the 1.5 * 2^23 trick on the CPU,
+// math.roundeven on GPUs, see MathTarget), r = x - n ln 2 in two parts, e^r
 // by Cephes' degree-6 minimax polynomial, and 2^n built in the exponent bits. NaN and the ends of
 // the range are handled by selects so no poison (fptosi of NaN) reaches the result.
 #include "codegen/ElementwiseMath.h"
@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -27,6 +28,14 @@ Type withElement(Type type, Type element) {
   if (auto v = mlir::dyn_cast<mlir::VectorType>(type))
     return mlir::VectorType::get(v.getShape(), element);
   return element;
+}
+
+// x rounded to the nearest integer (ties to even), as a float; |x| < 2^22.
+Value roundToInteger(mlir::OpBuilder &b, mlir::Location loc, Value x, MathTarget target) {
+  if (target == MathTarget::Gpu)
+    return b.create<mlir::math::RoundEvenOp>(loc, x);
+  Value magic = floatConstant(b, loc, x.getType(), 12582912.0); // 1.5 * 2^23
+  return b.create<arith::SubFOp>(loc, b.create<arith::AddFOp>(loc, x, magic), magic);
 }
 
 } // namespace
@@ -64,7 +73,7 @@ Value emitFma(mlir::OpBuilder &b, mlir::Location loc, Value a, Value x, Value c)
   return b.create<arith::AddFOp>(loc, product, c, contract);
 }
 
-Value emitExp(mlir::OpBuilder &b, mlir::Location loc, Value x) {
+Value emitExp(mlir::OpBuilder &b, mlir::Location loc, Value x, MathTarget target) {
   Type type = x.getType();
   auto f = [&](double v) { return floatConstant(b, loc, type, v); };
   // Above kHigh the result overflows; below kLow it would be subnormal (flushed to 0: a relative
@@ -77,8 +86,7 @@ Value emitExp(mlir::OpBuilder &b, mlir::Location loc, Value x) {
   Value xs = b.create<arith::SelectOp>(loc, inRange, x, f(0.0));
   // n = round-to-nearest(xs * log2(e)): adding and subtracting 1.5 * 2^23 rounds to an integer.
   Value t = b.create<arith::MulFOp>(loc, xs, f(1.44269504088896341));
-  Value magic = f(12582912.0);
-  Value n = b.create<arith::SubFOp>(loc, b.create<arith::AddFOp>(loc, t, magic), magic);
+  Value n = roundToInteger(b, loc, t, target);
   // r = xs - n * ln2, with ln2 split so that n * kLn2Hi is exact.
   Value r = b.create<arith::SubFOp>(loc, xs, b.create<arith::MulFOp>(loc, n, f(0.693359375)));
   r = b.create<arith::SubFOp>(loc, r, b.create<arith::MulFOp>(loc, n, f(-2.12194440e-4)));
@@ -104,11 +112,50 @@ Value emitExp(mlir::OpBuilder &b, mlir::Location loc, Value x) {
   return b.create<arith::SelectOp>(loc, isNan, x, result);
 }
 
-Value emitSilu(mlir::OpBuilder &b, mlir::Location loc, Value x) {
+SinCos emitSinCos(mlir::OpBuilder &b, mlir::Location loc, Value x, MathTarget target) {
+  Type type = x.getType();
+  auto f = [&](double v) { return floatConstant(b, loc, type, v); };
+  Type i32 = withElement(type, b.getI32Type());
+  // j = round(x * 2 / pi); y = x - j * pi / 2 with pi / 2 in two parts.
+  Value t = b.create<arith::MulFOp>(loc, x, f(0.636619772367581343));
+  Value j = roundToInteger(b, loc, t, target);
+  Value y = b.create<arith::SubFOp>(loc, x, b.create<arith::MulFOp>(loc, j, f(1.5707963705062866)));
+  y = b.create<arith::SubFOp>(loc, y, b.create<arith::MulFOp>(loc, j, f(-4.3711388286737929e-8)));
+  Value z = b.create<arith::MulFOp>(loc, y, y);
+  Value sp = f(-1.9515295891e-4);
+  sp = emitFma(b, loc, sp, z, f(8.3321608736e-3));
+  sp = emitFma(b, loc, sp, z, f(-1.6666654611e-1));
+  Value sinY = emitFma(b, loc, b.create<arith::MulFOp>(loc, sp, z), y, y);
+  Value cp = f(2.443315711809948e-5);
+  cp = emitFma(b, loc, cp, z, f(-1.388731625493765e-3));
+  cp = emitFma(b, loc, cp, z, f(4.166664568298827e-2));
+  Value cosY =
+      emitFma(b, loc, b.create<arith::MulFOp>(loc, cp, z), z, emitFma(b, loc, z, f(-0.5), f(1.0)));
+  // Quadrant q = j mod 4: (sin, cos) = (s, c), (c, -s), (-s, -c), (-c, s).
+  Value q = b.create<arith::AndIOp>(loc, b.create<arith::FPToSIOp>(loc, i32, j),
+                                    intConstant(b, loc, i32, 3));
+  auto bit = [&](int64_t m) {
+    Value masked = b.create<arith::AndIOp>(loc, q, intConstant(b, loc, i32, m));
+    return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, masked,
+                                   intConstant(b, loc, i32, 0));
+  };
+  Value odd = bit(1), high = bit(2);
+  Value sinBase = b.create<arith::SelectOp>(loc, odd, cosY, sinY);
+  Value cosBase = b.create<arith::SelectOp>(loc, odd, sinY, cosY);
+  // sin is negated in quadrants 2 and 3, cos in quadrants 1 and 2.
+  Value cosNegated = b.create<arith::XOrIOp>(loc, odd, high);
+  Value sinOut =
+      b.create<arith::SelectOp>(loc, high, b.create<arith::NegFOp>(loc, sinBase), sinBase);
+  Value cosOut =
+      b.create<arith::SelectOp>(loc, cosNegated, b.create<arith::NegFOp>(loc, cosBase), cosBase);
+  return {sinOut, cosOut};
+}
+
+Value emitSilu(mlir::OpBuilder &b, mlir::Location loc, Value x, MathTarget target) {
   Type type = x.getType();
   Value negX = b.create<arith::NegFOp>(loc, x);
   Value denom =
-      b.create<arith::AddFOp>(loc, floatConstant(b, loc, type, 1.0), emitExp(b, loc, negX));
+      b.create<arith::AddFOp>(loc, floatConstant(b, loc, type, 1.0), emitExp(b, loc, negX, target));
   return b.create<arith::DivFOp>(loc, x, denom);
 }
 
@@ -116,12 +163,12 @@ bool isElementwise(OpKind kind) {
   return kind == OpKind::Silu || kind == OpKind::ElementMul || kind == OpKind::Add;
 }
 
-Value emitElementwise(mlir::OpBuilder &b, mlir::Location loc, OpKind kind,
-                      mlir::ValueRange inputs) {
+Value emitElementwise(mlir::OpBuilder &b, mlir::Location loc, OpKind kind, mlir::ValueRange inputs,
+                      MathTarget target) {
   switch (kind) {
   case OpKind::Silu:
     assert(inputs.size() == 1 && "silu takes one input");
-    return emitSilu(b, loc, inputs[0]);
+    return emitSilu(b, loc, inputs[0], target);
   case OpKind::ElementMul:
     assert(inputs.size() == 2 && "element_mul takes two inputs");
     return b.create<arith::MulFOp>(loc, inputs[0], inputs[1]);

@@ -29,19 +29,38 @@ mlir::Value extendFloat(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type,
 mlir::Value emitFma(mlir::OpBuilder &b, mlir::Location loc, mlir::Value a, mlir::Value x,
                     mlir::Value c);
 
+/// How the range reductions round a float to an integer. Cpu adds and subtracts 1.5 * 2^23 (no
+/// intrinsic, no libm call). Gpu uses math.roundeven: GPU compilers (Mesa's NIR, vendors') treat
+/// SPIR-V float arithmetic as reassociable unless decorated and fold (x + c) - c back to x.
+enum class MathTarget { Cpu, Gpu };
+
 /// e^x in f32, within 2 ulp over the range where the result is a normal float; 0 below
 /// -87.3, +inf above 88.7, NaN for NaN (range reduction by ln 2, then a degree-6 polynomial).
-mlir::Value emitExp(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
+mlir::Value emitExp(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
+                    MathTarget target = MathTarget::Cpu);
+
+/// sin and cos of one angle.
+struct SinCos {
+  mlir::Value sin;
+  mlir::Value cos;
+};
+
+/// sin(x) and cos(x) in f32 for |x| <= pi (a few 1e-8 absolute): reduction by pi/2 in two parts,
+/// then Cephes' minimax polynomials on [-pi/4, pi/4] and the quadrant's signs. Larger arguments
+/// lose accuracy with their size; the caller reduces them first (rope works in turns).
+SinCos emitSinCos(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
+                  MathTarget target = MathTarget::Cpu);
 
 /// silu(x) = x / (1 + e^-x).
-mlir::Value emitSilu(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
+mlir::Value emitSilu(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
+                     MathTarget target = MathTarget::Cpu);
 
 /// True for the ops emitElementwise handles: silu, element_mul, add.
 bool isElementwise(OpKind kind);
 
 /// The element-wise op `kind` applied to its inputs (one for silu, two otherwise).
 mlir::Value emitElementwise(mlir::OpBuilder &b, mlir::Location loc, OpKind kind,
-                            mlir::ValueRange inputs);
+                            mlir::ValueRange inputs, MathTarget target = MathTarget::Cpu);
 
 } // namespace sinter::codegen
 

@@ -1,0 +1,286 @@
+// SpirvCompiler.cpp - KernelSpec -> gpu.func -> spirv.module -> words, validated and optimized.
+//
+// Each kernel is built in its own single-threaded MLIRContext (a few milliseconds; compilation
+// happens once per kernel shape): the plan (bindings, workgroup size, units per workgroup) is
+// data, the body comes from ContractionKernels.cpp or PointwiseKernels.cpp, SpirvLegalize.cpp
+// splits what SPIR-V cannot hold, and MLIR's GPU/SCF/arith/memref/vector/math -> SPIR-V patterns
+// lower it for the target environment built from SpirvTarget. The push-constant block is one
+// memref argument of u32 words; the ABI lowering gives it a binding like a buffer, which Vulkan
+// forbids, so that decoration is dropped before serialization.
+#include "codegen/spirv/SpirvCompiler.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/spirv/SpirvEmitter.h"
+#include "codegen/spirv/SpirvTools.h"
+#include "mlir/AsmParser/AsmParser.h"
+#include "mlir/Conversion/ArithToSPIRV/ArithToSPIRV.h"
+#include "mlir/Conversion/FuncToSPIRV/FuncToSPIRV.h"
+#include "mlir/Conversion/GPUToSPIRV/GPUToSPIRV.h"
+#include "mlir/Conversion/MathToSPIRV/MathToSPIRV.h"
+#include "mlir/Conversion/MemRefToSPIRV/MemRefToSPIRV.h"
+#include "mlir/Conversion/SCFToSPIRV/SCFToSPIRV.h"
+#include "mlir/Conversion/VectorToSPIRV/VectorToSPIRV.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVDialect.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
+#include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
+#include "mlir/Dialect/SPIRV/Transforms/Passes.h"
+#include "mlir/Dialect/SPIRV/Transforms/SPIRVConversion.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/SPIRV/Serialization.h"
+#include "mlir/Transforms/DialectConversion.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace sinter::codegen {
+
+namespace spv {
+
+bool isContraction(OpKind kind) {
+  return kind == OpKind::Matmul || kind == OpKind::QuantizedMatmul || kind == OpKind::AttnScore ||
+         kind == OpKind::AttnValue;
+}
+
+KernelPlan planKernel(const OpShape &op, const SpirvTarget &target) {
+  KernelPlan plan;
+  const OpInfo &info = opInfo(op.kind);
+  plan.pushConstantWords = info.numInts;
+  uint32_t lanes = target.subgroupSize;
+  uint32_t maxGroup = std::max<uint32_t>(target.maxWorkgroupInvocations, lanes);
+  for (int i = 0; i < info.numBuffers; ++i)
+    plan.bindings.push_back(SpirvBindingKind::F32);
+  switch (op.kind) {
+  case OpKind::QuantizedMatmul:
+    plan.bindings[0] = SpirvBindingKind::Word;
+    plan.bindings[1] = SpirvBindingKind::Vec4;
+    [[fallthrough]];
+  case OpKind::AttnScore:
+    // One subgroup per row; a few rows per workgroup keep the launch count low.
+    plan.workgroupSize = std::min<uint32_t>(std::max<uint32_t>(128, lanes), maxGroup);
+    plan.threadsPerUnit = lanes;
+    plan.unitsPerGroup = plan.workgroupSize / lanes;
+    break;
+  case OpKind::Softmax:
+  case OpKind::RmsNorm:
+    plan.workgroupSize = lanes; // the row in one subgroup
+    plan.unitsPerGroup = 1;
+    break;
+  case OpKind::CopyBuffer:
+  case OpKind::CopyBufferOffset:
+    plan.bindings = {SpirvBindingKind::Word, SpirvBindingKind::Word};
+    plan.workgroupSize = std::min<uint32_t>(256, maxGroup); // one workgroup: a memmove
+    plan.unitsPerGroup = 1;
+    break;
+  default:
+    plan.workgroupSize = std::min<uint32_t>(std::max<uint32_t>(64, lanes), maxGroup);
+    plan.unitsPerGroup = plan.workgroupSize;
+    break;
+  }
+  return plan;
+}
+
+} // namespace spv
+
+namespace {
+
+using mlir::Value;
+
+// Collects MLIR diagnostics while alive.
+class DiagnosticCapture {
+public:
+  explicit DiagnosticCapture(mlir::MLIRContext &context)
+      : handler_(&context, [this](mlir::Diagnostic &d) {
+          absl::StrAppend(&text_, text_.empty() ? "" : "; ", d.str());
+          return mlir::success();
+        }) {}
+  const std::string &text() const { return text_; }
+
+private:
+  std::string text_;
+  mlir::ScopedDiagnosticHandler handler_;
+};
+
+std::string targetEnvText(const SpirvTarget &t) {
+  return absl::StrCat(
+      "#spirv.target_env<#spirv.vce<v1.3, [Shader, GroupNonUniform, GroupNonUniformArithmetic, "
+      "GroupNonUniformShuffle, GroupNonUniformBallot], [SPV_KHR_storage_buffer_storage_class]>, "
+      "api=Vulkan, #spirv.resource_limits<max_compute_workgroup_invocations = ",
+      t.maxWorkgroupInvocations, ", max_compute_workgroup_size = [", t.maxWorkgroupInvocations,
+      ", 1, 1], subgroup_size = ", t.subgroupSize, ">>");
+}
+
+mlir::Type bindingType(mlir::MLIRContext *ctx, SpirvBindingKind kind) {
+  mlir::Builder b(ctx);
+  auto storage = mlir::spirv::StorageClassAttr::get(ctx, mlir::spirv::StorageClass::StorageBuffer);
+  mlir::Type element = b.getF32Type();
+  if (kind == SpirvBindingKind::Word)
+    element = b.getI32Type();
+  if (kind == SpirvBindingKind::Vec4)
+    element = mlir::VectorType::get({4}, b.getF32Type());
+  return mlir::MemRefType::get({mlir::ShapedType::kDynamic}, element, mlir::AffineMap(), storage);
+}
+
+// The gpu.module with the kernel's gpu.func; the body is left to the caller.
+mlir::gpu::GPUFuncOp createKernelFunc(mlir::OpBuilder &b, mlir::ModuleOp module,
+                                      const spv::KernelPlan &plan) {
+  mlir::MLIRContext *ctx = b.getContext();
+  mlir::Location loc = module.getLoc();
+  b.setInsertionPointToEnd(module.getBody());
+  auto gpuModule = b.create<mlir::gpu::GPUModuleOp>(loc, "kernels");
+  b.setInsertionPointToStart(gpuModule.getBody());
+  llvm::SmallVector<mlir::Type> args;
+  for (SpirvBindingKind kind : plan.bindings)
+    args.push_back(bindingType(ctx, kind));
+  if (plan.pushConstantWords > 0)
+    args.push_back(mlir::MemRefType::get(
+        {plan.pushConstantWords}, b.getI32Type(), mlir::AffineMap(),
+        mlir::spirv::StorageClassAttr::get(ctx, mlir::spirv::StorageClass::PushConstant)));
+  auto func = b.create<mlir::gpu::GPUFuncOp>(loc, "main", b.getFunctionType(args, {}));
+  func->setAttr(mlir::gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  int32_t size = static_cast<int32_t>(plan.workgroupSize);
+  func->setAttr(mlir::spirv::getEntryPointABIAttrName(),
+                mlir::spirv::getEntryPointABIAttr(ctx, {size, 1, 1}));
+  // The storage class comes from each memref's memory space.
+  for (unsigned i = 0; i < args.size(); ++i)
+    func.setArgAttr(i, mlir::spirv::getInterfaceVarABIAttrName(),
+                    mlir::spirv::getInterfaceVarABIAttr(0, i, std::nullopt, ctx));
+  return func;
+}
+
+// gpu.module -> spirv.module with every op of the body lowered.
+mlir::LogicalResult lowerToSpirv(mlir::ModuleOp module) {
+  mlir::MLIRContext *ctx = module.getContext();
+  llvm::SmallVector<mlir::gpu::GPUModuleOp> gpuModules(module.getOps<mlir::gpu::GPUModuleOp>());
+  for (mlir::gpu::GPUModuleOp gpuModule : gpuModules) {
+    auto targetAttr = mlir::spirv::lookupTargetEnvOrDefault(gpuModule);
+    std::unique_ptr<mlir::ConversionTarget> target = mlir::SPIRVConversionTarget::get(targetAttr);
+    mlir::SPIRVConversionOptions options;
+    options.use64bitIndex = false;
+    mlir::SPIRVTypeConverter typeConverter(targetAttr, options);
+    mlir::ScfToSPIRVContext scfContext;
+    mlir::RewritePatternSet patterns(ctx);
+    mlir::populateGPUToSPIRVPatterns(typeConverter, patterns);
+    mlir::arith::populateArithToSPIRVPatterns(typeConverter, patterns);
+    mlir::populateMemRefToSPIRVPatterns(typeConverter, patterns);
+    mlir::populateFuncToSPIRVPatterns(typeConverter, patterns);
+    mlir::populateSCFToSPIRVPatterns(typeConverter, scfContext, patterns);
+    mlir::populateVectorToSPIRVPatterns(typeConverter, patterns);
+    mlir::populateMathToSPIRVPatterns(typeConverter, patterns);
+    if (mlir::failed(
+            mlir::applyFullConversion(gpuModule.getOperation(), *target, std::move(patterns))))
+      return mlir::failure();
+  }
+  mlir::PassManager pm(ctx);
+  mlir::OpPassManager &spirvPm = pm.nest<mlir::spirv::ModuleOp>();
+  spirvPm.addPass(mlir::spirv::createSPIRVLowerABIAttributesPass());
+  spirvPm.addPass(mlir::spirv::createSPIRVUpdateVCEPass());
+  if (mlir::failed(pm.run(module)))
+    return mlir::failure();
+  // Vulkan: push constants have no descriptor set or binding.
+  module.walk([](mlir::spirv::GlobalVariableOp var) {
+    auto pointer = mlir::cast<mlir::spirv::PointerType>(var.getType());
+    if (pointer.getStorageClass() != mlir::spirv::StorageClass::PushConstant)
+      return;
+    var->removeAttr("descriptor_set");
+    var->removeAttr("binding");
+  });
+  return mlir::success();
+}
+
+} // namespace
+
+absl::StatusOr<SpirvKernel> buildSpirvKernel(const KernelSpec &spec, const SpirvTarget &target) {
+  if (!spec.prologue.empty() || !spec.epilogue.empty())
+    return absl::UnimplementedError(absl::StrCat(
+        "kernel ", spec.name(), ": fused prologues and epilogues (",
+        spec.prologue.size() + spec.epilogue.size(), " member ops) are not generated for SPIR-V"));
+  if (target.subgroupSize < 4 || target.subgroupSize > 128 ||
+      (target.subgroupSize & (target.subgroupSize - 1)) != 0)
+    return absl::InvalidArgumentError(absl::StrCat("spirv: subgroup size ", target.subgroupSize,
+                                                   " is not a power of two 4..128"));
+  const OpShape &op = spec.anchor;
+  if (op.kind == OpKind::QuantizedMatmul && dtypeInfo(op.dtype).support != DTypeSupport::Supported)
+    return absl::UnimplementedError(
+        absl::StrCat("quantized_matmul: dtype ", dtypeName(op.dtype), " is not supported"));
+
+  mlir::DialectRegistry registry;
+  registry.insert<mlir::arith::ArithDialect, mlir::func::FuncDialect, mlir::gpu::GPUDialect,
+                  mlir::math::MathDialect, mlir::memref::MemRefDialect, mlir::scf::SCFDialect,
+                  mlir::spirv::SPIRVDialect, mlir::vector::VectorDialect>();
+  mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
+  context.loadAllAvailableDialects();
+  DiagnosticCapture diagnostics(context);
+  std::string name = spec.name();
+  auto fail = [&](const std::string &what) {
+    return absl::InternalError(absl::StrCat(
+        "kernel ", name, ": ", what, diagnostics.text().empty() ? "" : ": ", diagnostics.text()));
+  };
+
+  mlir::OpBuilder b(&context);
+  mlir::Location loc = mlir::NameLoc::get(b.getStringAttr(name));
+  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::ModuleOp::create(loc);
+  mlir::Attribute env = mlir::parseAttribute(targetEnvText(target), &context);
+  if (!env)
+    return fail("bad spirv.target_env");
+  (*module)->setAttr(mlir::spirv::getTargetEnvAttrName(), env);
+
+  spv::KernelPlan plan = spv::planKernel(op, target);
+  mlir::gpu::GPUFuncOp func = createKernelFunc(b, *module, plan);
+  b.setInsertionPointToStart(&func.getBody().front());
+  spv::Emitter e(b, loc, func, target, plan);
+  absl::Status status =
+      spv::isContraction(op.kind) ? spv::emitContraction(e, op) : spv::emitPointwise(e, op);
+  if (!status.ok())
+    return status;
+  b.create<mlir::gpu::ReturnOp>(loc);
+  if (spec.injectFailure) // test hook: an op the lowering cannot take
+    b.create<mlir::func::CallOp>(loc, "missing", mlir::TypeRange{});
+  if (mlir::failed(mlir::verify(*module)))
+    return fail("emitted IR does not verify");
+  if (absl::Status s = spv::legalizeForSpirv(func); !s.ok())
+    return fail(std::string(s.message()));
+  if (mlir::failed(lowerToSpirv(*module)))
+    return fail("lowering to SPIR-V failed");
+
+  llvm::SmallVector<mlir::spirv::ModuleOp> spirvModules((*module).getOps<mlir::spirv::ModuleOp>());
+  if (spirvModules.size() != 1)
+    return fail("expected one spirv.module");
+  llvm::SmallVector<uint32_t, 0> binary;
+  if (mlir::failed(mlir::spirv::serialize(spirvModules[0], binary)))
+    return fail("serialization failed");
+
+  SpirvKernel kernel;
+  kernel.name = name;
+  kernel.words.assign(binary.begin(), binary.end());
+  if (absl::Status s = validateSpirv(kernel.words); !s.ok())
+    return fail(std::string(s.message()));
+  if (target.optimize) {
+    absl::StatusOr<std::vector<uint32_t>> optimized = optimizeSpirv(kernel.words);
+    if (!optimized.ok())
+      return fail(std::string(optimized.status().message()));
+    if (absl::Status s = validateSpirv(*optimized); !s.ok())
+      return fail(absl::StrCat("after spirv-opt: ", s.message()));
+    kernel.words = std::move(*optimized);
+  }
+  kernel.entryPoint = "main";
+  kernel.localSize = {plan.workgroupSize, 1, 1};
+  kernel.bindings = plan.bindings;
+  for (uint32_t i = 0; i < plan.pushConstantWords; ++i)
+    kernel.pushConstantInts.push_back(static_cast<uint8_t>(i));
+  kernel.kind = op.kind;
+  kernel.unitsPerGroup = plan.unitsPerGroup;
+  return kernel;
+}
+
+} // namespace sinter::codegen

@@ -1,0 +1,85 @@
+// SpirvCompiler.h - builds one kernel (a KernelSpec) as a validated, optimized SPIR-V compute
+// shader.
+//
+// The Vulkan runtime includes this header only: no MLIR in it. A SpirvKernel carries everything a
+// pipeline and a dispatch need: the words, the entry point, the workgroup size, how many storage
+// buffers it binds, the push-constant block (the op's integer arguments) and the rule that turns
+// those integers into a dispatch grid. README.md in this folder states the conventions.
+#ifndef SINTER_CODEGEN_SPIRV_SPIRVCOMPILER_H
+#define SINTER_CODEGEN_SPIRV_SPIRVCOMPILER_H
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "codegen/KernelSpec.h"
+
+namespace sinter::codegen {
+
+/// What the device offers (from VkPhysicalDevice*Properties/Features). Kernels are built for
+/// SPIR-V 1.3 / Vulkan 1.1 and need subgroup arithmetic and shuffles in compute shaders.
+struct SpirvTarget {
+  /// Lanes of a subgroup; kernels assume subgroups of exactly this size (the runtime requests it
+  /// with VK_EXT_subgroup_size_control where the device varies it). A power of two, 4..128.
+  uint32_t subgroupSize = 32;
+  bool storage8 = false;  ///< storageBuffer8BitAccess (not used yet: buffers are read as u32)
+  bool storage16 = false; ///< storageBuffer16BitAccess (not used yet)
+  bool float16 = false;   ///< shaderFloat16 (not used yet: halves are widened with integer ops)
+  bool intDot = false;    ///< shaderIntegerDotProduct (not used yet)
+  uint32_t maxWorkgroupInvocations = 1024;
+  /// Run spirv-opt's performance passes on the serialized module (validated before and after).
+  bool optimize = true;
+};
+
+/// The element type a storage-buffer binding is declared with. Every binding is a runtime array
+/// starting at byte 0 of the bound range; the runtime binds whole buffers (offset 0).
+enum class SpirvBindingKind : uint8_t {
+  F32,  ///< float[]: f32 activations
+  Word, ///< uint[]: weights and raw bytes (byte-addressed through 32-bit words)
+  Vec4, ///< vec4[]: f32 activations read 16 bytes at a time
+};
+
+/// A compiled kernel.
+struct SpirvKernel {
+  std::string name;                ///< KernelSpec::name()
+  std::vector<uint32_t> words;     ///< the SPIR-V module
+  std::string entryPoint = "main"; ///< GLCompute entry point
+  std::array<uint32_t, 3> localSize{1, 1, 1};
+  /// Binding i of descriptor set 0 is the anchor op's buffer operand i (OpInfo order).
+  std::vector<SpirvBindingKind> bindings;
+  /// Push-constant word j (a u32 at byte 4 j) holds ints[pushConstantInts[j]] of the anchor op.
+  /// Every integer argument is pushed, baked or not, so the runtime need not know which are.
+  std::vector<uint8_t> pushConstantInts;
+  OpKind kind = OpKind::Matmul; ///< the anchor
+  /// Units of the parallel dimension one workgroup computes (see spirvUnits).
+  uint32_t unitsPerGroup = 1;
+
+  uint32_t numBindings() const { return static_cast<uint32_t>(bindings.size()); }
+  uint32_t pushConstantBytes() const { return 4 * static_cast<uint32_t>(pushConstantInts.size()); }
+  /// Workgroups to dispatch for these integer arguments (all of the op's ints): x up to 65535,
+  /// the rest in y (kernels linearize y * numWorkgroups.x + x). {0, 0, 0} when there is no work.
+  std::array<uint32_t, 3> grid(const int64_t *ints) const;
+};
+
+/// The size of the parallel dimension of a SPIR-V kernel of `kind`: rows of quantized_matmul,
+/// outputs (m * n) of matmul, positions t of attn_score, elements d of attn_value, elements of
+/// silu/element_mul/add, (head, pair) units ((n_heads_q + n_heads_k) * head_dim / 2) of rope,
+/// 1 for softmax, rms_norm and the copies (one workgroup does the whole op).
+uint64_t spirvUnits(OpKind kind, const int64_t *ints);
+
+/// Builds, lowers, serializes, validates and optimizes the kernel of `spec` for `target`.
+/// Unimplemented for fused members (prologue/epilogue not empty yet); Internal, with the
+/// validator's message, when the SPIR-V does not validate.
+absl::StatusOr<SpirvKernel> buildSpirvKernel(const KernelSpec &spec, const SpirvTarget &target);
+
+/// The SPIRV-Tools validator on `words` for Vulkan 1.1: OK or Internal with its messages.
+absl::Status validateSpirv(const std::vector<uint32_t> &words);
+
+/// spirv-dis's text of `words` (InvalidArgument when they do not disassemble).
+absl::StatusOr<std::string> disassembleSpirv(const std::vector<uint32_t> &words);
+
+} // namespace sinter::codegen
+
+#endif // SINTER_CODEGEN_SPIRV_SPIRVCOMPILER_H

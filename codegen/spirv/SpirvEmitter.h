@@ -1,0 +1,165 @@
+// SpirvEmitter.h - building blocks of the SPIR-V kernel builders (internal to codegen/spirv/).
+//
+// Kernels are gpu.func bodies written with scf, arith and memref on `index` addresses (32-bit in
+// SPIR-V) over storage buffers declared as runtime arrays of f32, u32 or vec4 (SpirvBindingKind).
+// Weights are byte-addressed through u32 words (WordReader), so no 8/16-bit storage is needed.
+// The op's integers come from a push-constant block of u32 words, one per integer argument.
+#ifndef SINTER_CODEGEN_SPIRV_SPIRVEMITTER_H
+#define SINTER_CODEGEN_SPIRV_SPIRVEMITTER_H
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "codegen/Dequant.h"
+#include "codegen/KernelSpec.h"
+#include "codegen/spirv/SpirvCompiler.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/SmallVector.h"
+
+namespace sinter::codegen::spv {
+
+/// How a kernel is laid out: its bindings, workgroup size and units per workgroup.
+struct KernelPlan {
+  std::vector<SpirvBindingKind> bindings;
+  uint32_t workgroupSize = 64;
+  uint32_t unitsPerGroup = 1;
+  /// Row-parallel kernels (quantized_matmul, attn_score): lanes cooperating on one unit.
+  uint32_t threadsPerUnit = 1;
+  /// u32 words of the push-constant block (the op's integer arguments).
+  uint32_t pushConstantWords = 0;
+};
+
+/// The plan of the kernel of `op` on `target` (SpirvCompiler.cpp).
+KernelPlan planKernel(const OpShape &op, const SpirvTarget &target);
+/// True for the anchors emitContraction builds.
+bool isContraction(OpKind kind);
+
+/// An emitter positioned inside the kernel's gpu.func.
+class Emitter {
+public:
+  Emitter(mlir::OpBuilder &b, mlir::Location loc, mlir::gpu::GPUFuncOp func,
+          const SpirvTarget &target, const KernelPlan &plan)
+      : b(b), loc(loc), target(target), plan(plan), func_(func) {}
+
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+  const SpirvTarget &target;
+  const KernelPlan &plan;
+
+  mlir::Type f32() { return b.getF32Type(); }
+  mlir::Type i32() { return b.getI32Type(); }
+
+  mlir::Value ci(int64_t v);  ///< index constant
+  mlir::Value c32(int64_t v); ///< i32 constant
+  mlir::Value cf(double v);   ///< f32 constant
+
+  /// Storage buffer `i` (a memref of its binding kind).
+  mlir::Value buffer(int i) { return func_.getArgument(i); }
+  /// Integer argument `i` of `op` as index: a constant when static, else push-constant word i.
+  mlir::Value intArg(const OpShape &op, int i);
+
+  // index arithmetic (unsigned where it matters).
+  mlir::Value add(mlir::Value a, mlir::Value c);
+  mlir::Value sub(mlir::Value a, mlir::Value c);
+  mlir::Value mul(mlir::Value a, mlir::Value c);
+  mlir::Value divu(mlir::Value a, mlir::Value c);
+  mlir::Value remu(mlir::Value a, mlir::Value c);
+  mlir::Value minu(mlir::Value a, mlir::Value c);
+  mlir::Value ult(mlir::Value a, mlir::Value c); ///< a < c (i1)
+  mlir::Value toIndex(mlir::Value i32Value);
+  mlir::Value toI32(mlir::Value index);
+
+  // f32 arithmetic.
+  mlir::Value fadd(mlir::Value a, mlir::Value c);
+  mlir::Value fmul(mlir::Value a, mlir::Value c);
+  mlir::Value fma(mlir::Value a, mlir::Value x, mlir::Value c);
+  mlir::Value select(mlir::Value cond, mlir::Value a, mlir::Value c);
+
+  /// Local invocation index (x) and the linear workgroup id (y * numWorkgroups.x + x).
+  mlir::Value threadId();
+  mlir::Value groupId();
+  /// The subgroup of this invocation within its workgroup, and its lane within the subgroup.
+  mlir::Value subgroupId();
+  mlir::Value laneId();
+  /// A workgroup barrier that also makes storage-buffer writes visible to the workgroup.
+  void barrier();
+
+  /// memref.load / memref.store at an element index.
+  mlir::Value load(mlir::Value memref, mlir::Value index);
+  void store(mlir::Value value, mlir::Value memref, mlir::Value index);
+
+  /// for (iv = lb; iv < ub; iv += step) with loop-carried values; returns their final values.
+  using LoopBody =
+      llvm::function_ref<llvm::SmallVector<mlir::Value>(mlir::Value iv, mlir::ValueRange iters)>;
+  llvm::SmallVector<mlir::Value> forLoop(mlir::Value lb, mlir::Value ub, mlir::Value step,
+                                         mlir::ValueRange inits, LoopBody body);
+  void forLoop(mlir::Value lb, mlir::Value ub, mlir::Value step,
+               llvm::function_ref<void(mlir::Value iv)> body);
+  /// if (cond) body().
+  void ifThen(mlir::Value cond, llvm::function_ref<void()> body);
+  /// if (cond) then() else otherwise().
+  void ifElse(mlir::Value cond, llvm::function_ref<void()> then,
+              llvm::function_ref<void()> otherwise);
+  /// cond ? then() : otherwise(), for values that must only be computed when selected.
+  mlir::Value ifValue(mlir::Value cond, mlir::Type type, llvm::function_ref<mlir::Value()> then,
+                      llvm::function_ref<mlir::Value()> otherwise);
+
+  /// Sum of `v` over aligned clusters of `lanes` lanes of a subgroup: the subgroup reduction when
+  /// lanes is the subgroup size, a butterfly of xor shuffles otherwise. Every lane gets the sum.
+  mlir::Value clusterSum(mlir::Value v, uint32_t lanes);
+  mlir::Value clusterMax(mlir::Value v, uint32_t lanes);
+
+private:
+  mlir::gpu::GPUFuncOp func_;
+};
+
+/// Dequant.h's ByteReader over a Word binding: `block` is the block's byte address (index).
+/// Bytes at any alignment are cut out of the block's 32-bit words; each block's words are loaded
+/// once (cached until the next block) however many groups read them.
+class WordReader : public ByteReader {
+public:
+  /// `alignment`: what the caller guarantees about every block address (4, 2 or 1 bytes).
+  WordReader(Emitter &e, mlir::Value words, int64_t alignment)
+      : e_(e), words_(words), alignment_(alignment) {}
+
+  mlir::Value loadBytes(mlir::OpBuilder &b, mlir::Location loc, mlir::Value block, int64_t offset,
+                        int64_t count) override;
+  mlir::Value loadU16(mlir::OpBuilder &b, mlir::Location loc, mlir::Value block, int64_t offset,
+                      int64_t count) override;
+  mlir::Value loadU32(mlir::OpBuilder &b, mlir::Location loc, mlir::Value block,
+                      int64_t offset) override;
+  mlir::Value loadF32(mlir::OpBuilder &b, mlir::Location loc, mlir::Value block, int64_t offset,
+                      int64_t count) override;
+
+private:
+  /// The 4 bytes at block + 4 i, as one i32, whatever the block's alignment.
+  mlir::Value alignedWord(mlir::Value block, int64_t i);
+  /// Bits [8 * byte, 8 * byte + bits) of the block, bits <= 32 and not crossing a word when
+  /// bits == 32 is asked at a multiple of 4.
+  mlir::Value field(mlir::Value block, int64_t byte, int64_t bits);
+
+  Emitter &e_;
+  mlir::Value words_;
+  int64_t alignment_;
+  mlir::Value block_;
+  mlir::Value wordIndex_, shift_; ///< block / 4 and 8 * (block % 4) when not word-aligned
+  std::map<int64_t, mlir::Value> raw_, aligned_;
+};
+
+/// Emits the kernel body of a contraction (quantized_matmul, matmul, attn_score, attn_value).
+absl::Status emitContraction(Emitter &e, const OpShape &op);
+/// Emits the kernel body of an element-wise op, softmax, rms_norm, rope or a copy.
+absl::Status emitPointwise(Emitter &e, const OpShape &op);
+
+/// Rewrites the vectors wider than 4 lanes, and the i8/i16/f16 values, that Dequant.h emits into
+/// scalar i32/f32 code SPIR-V's Shader capability accepts (narrow integers held zero-extended in
+/// i32, halves widened to f32 with integer ops).
+absl::Status legalizeForSpirv(mlir::Operation *root);
+
+} // namespace sinter::codegen::spv
+
+#endif // SINTER_CODEGEN_SPIRV_SPIRVEMITTER_H

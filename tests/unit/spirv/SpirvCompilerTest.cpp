@@ -1,0 +1,202 @@
+// SpirvCompilerTest.cpp - tests codegen/spirv/ without a device: every op (and every Supported
+// dtype of quantized_matmul) builds into SPIR-V that the SPIRV-Tools validator accepts, with the
+// bindings, push constants, workgroup size and grid the runtime relies on.
+#include <string>
+
+#include "codegen/KernelSpec.h"
+#include "codegen/spirv/SpirvCompiler.h"
+#include "sinter/DType.h"
+#include "support/Ops.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace sinter::codegen {
+namespace {
+
+using ::testing::HasSubstr;
+
+BufferHandle h(uint64_t id) { return BufferHandle{id}; }
+
+/// One call of every op kind, with the shapes of a small decoder layer.
+std::vector<OpCall> everyOp() {
+  return {
+      ops::matmul(h(1), h(2), h(3), 3, 37, 19),
+      ops::softmax(h(1), h(2), 1000),
+      ops::rmsNorm(h(1), h(2), h(3), 288, 1e-5f),
+      ops::rope(h(1), h(2), 7, 64, 10000.0f, 6, 2),
+      ops::silu(h(1), h(2), 1000),
+      ops::elementMul(h(1), h(2), h(3), 1000),
+      ops::add(h(1), h(2), h(3), 1000),
+      ops::copyBuffer(h(1), h(2), 1030),
+      ops::copyBufferOffset(h(1), h(2), 6, 1027, 513),
+      ops::attnScore(h(1), h(2), h(3), 64, 17, 64, 128, 256),
+      ops::attnValue(h(1), h(2), h(3), 64, 17, 128, 256, 64),
+      ops::quantizedMatmul(h(1), h(2), h(3), 100, 512, DType::Q4_0),
+  };
+}
+
+std::vector<DType> supportedWeights() {
+  std::vector<DType> out;
+  for (uint32_t id = 0; id < 40; ++id) {
+    const DTypeInfo *info = lookupDType(id);
+    if (info && info->support == DTypeSupport::Supported)
+      out.push_back(info->dtype);
+  }
+  return out;
+}
+
+SpirvTarget target(uint32_t subgroup = 32) {
+  SpirvTarget t;
+  t.subgroupSize = subgroup;
+  return t;
+}
+
+TEST(SpirvCompilerTest, EveryOpBuildsAndValidates) {
+  static_assert(kNumOpKinds == 12, "add the new op to everyOp()");
+  for (uint32_t subgroup : {8u, 32u}) {
+    for (const OpCall &op : everyOp()) {
+      KernelSpec spec = singleOpSpec(op, 0);
+      absl::StatusOr<SpirvKernel> k = buildSpirvKernel(spec, target(subgroup));
+      ASSERT_TRUE(k.ok()) << describeOp(op) << ": " << k.status();
+      EXPECT_TRUE(validateSpirv(k->words).ok()) << describeOp(op);
+      EXPECT_EQ(k->words[0], 0x07230203u) << "SPIR-V magic";
+      EXPECT_EQ(k->kind, op.kind);
+      EXPECT_EQ(k->name, spec.name());
+      EXPECT_EQ(k->entryPoint, "main");
+      const OpInfo &info = opInfo(op.kind);
+      EXPECT_EQ(k->numBindings(), info.numBuffers) << describeOp(op);
+      ASSERT_EQ(k->pushConstantInts.size(), info.numInts) << describeOp(op);
+      for (size_t j = 0; j < k->pushConstantInts.size(); ++j)
+        EXPECT_EQ(k->pushConstantInts[j], j);
+      EXPECT_EQ(k->pushConstantBytes(), 4u * info.numInts);
+      EXPECT_GE(k->localSize[0], subgroup) << describeOp(op);
+      EXPECT_EQ(k->localSize[0] % subgroup, 0u) << describeOp(op);
+      EXPECT_EQ(k->localSize[1], 1u);
+    }
+  }
+}
+
+TEST(SpirvCompilerTest, QuantizedMatmulBuildsForEverySupportedDType) {
+  std::vector<DType> dtypes = supportedWeights();
+  ASSERT_GE(dtypes.size(), 13u) << "SEMANTICS.md lists 13 supported weight formats";
+  for (DType dtype : dtypes) {
+    uint32_t block = dtypeInfo(dtype).blockSize;
+    // A static n_cols, and one read at run time (a Plan parameter).
+    for (uint8_t paramMask : {uint8_t(0), uint8_t(0b10)}) {
+      OpCall op = ops::quantizedMatmul(h(1), h(2), h(3), 64, 1024, dtype);
+      if (block == 1)
+        op.ints[1] = 70; // a pseudo-block remainder for the scalar formats
+      KernelSpec spec = singleOpSpec(op, paramMask);
+      absl::StatusOr<SpirvKernel> k = buildSpirvKernel(spec, target());
+      ASSERT_TRUE(k.ok()) << dtypeName(dtype) << ": " << k.status();
+      EXPECT_TRUE(validateSpirv(k->words).ok()) << dtypeName(dtype);
+      ASSERT_EQ(k->bindings.size(), 3u);
+      EXPECT_EQ(k->bindings[0], SpirvBindingKind::Word);
+      EXPECT_EQ(k->bindings[1], SpirvBindingKind::Vec4);
+      EXPECT_EQ(k->bindings[2], SpirvBindingKind::F32);
+    }
+  }
+}
+
+TEST(SpirvCompilerTest, UnsupportedDTypeIsUnimplemented) {
+  OpCall op = ops::quantizedMatmul(h(1), h(2), h(3), 4, 256, DType::Q8_K);
+  absl::StatusOr<SpirvKernel> k = buildSpirvKernel(singleOpSpec(op, 0), target());
+  ASSERT_FALSE(k.ok());
+  EXPECT_EQ(k.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(k.status().message(), HasSubstr("Q8_K"));
+}
+
+TEST(SpirvCompilerTest, FusedSpecIsUnimplemented) {
+  KernelSpec spec = singleOpSpec(ops::quantizedMatmul(h(1), h(2), h(3), 4, 64, DType::Q4_0), 0);
+  spec.epilogue.push_back(shapeOf(ops::add(h(3), h(4), h(5), 4), 0));
+  absl::StatusOr<SpirvKernel> k = buildSpirvKernel(spec, target());
+  ASSERT_FALSE(k.ok());
+  EXPECT_EQ(k.status().code(), absl::StatusCode::kUnimplemented);
+}
+
+TEST(SpirvCompilerTest, InjectedFailureIsAnError) {
+  KernelSpec spec = singleOpSpec(ops::silu(h(1), h(2), 16), 0);
+  spec.injectFailure = true;
+  absl::StatusOr<SpirvKernel> k = buildSpirvKernel(spec, target());
+  ASSERT_FALSE(k.ok());
+  EXPECT_EQ(k.status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(k.status().message(), HasSubstr("silu"));
+}
+
+TEST(SpirvCompilerTest, BadSubgroupSizeIsRejected) {
+  absl::StatusOr<SpirvKernel> k =
+      buildSpirvKernel(singleOpSpec(ops::silu(h(1), h(2), 16), 0), target(24));
+  ASSERT_FALSE(k.ok());
+  EXPECT_EQ(k.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(SpirvCompilerTest, ValidatorRejectsGarbage) {
+  std::vector<uint32_t> words = {0x07230203u, 0x00010300u, 0, 1, 0, 12345};
+  absl::Status s = validateSpirv(words);
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
+  EXPECT_FALSE(disassembleSpirv({1, 2, 3}).ok());
+}
+
+TEST(SpirvCompilerTest, DisassemblyNamesTheEntryPointAndPushConstants) {
+  absl::StatusOr<SpirvKernel> k =
+      buildSpirvKernel(singleOpSpec(ops::add(h(1), h(2), h(3), 100), 0), target());
+  ASSERT_TRUE(k.ok()) << k.status();
+  absl::StatusOr<std::string> text = disassembleSpirv(k->words);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_THAT(*text, HasSubstr("OpEntryPoint GLCompute"));
+  EXPECT_THAT(*text, HasSubstr("PushConstant"));
+  EXPECT_THAT(*text, HasSubstr("LocalSize 64 1 1"));
+}
+
+TEST(SpirvCompilerTest, GridCoversTheParallelDimension) {
+  SpirvTarget t = target(32);
+  auto build = [&](const OpCall &op) {
+    absl::StatusOr<SpirvKernel> k = buildSpirvKernel(singleOpSpec(op, 0), t);
+    EXPECT_TRUE(k.ok()) << k.status();
+    return *k;
+  };
+  auto ints = [](const OpCall &op) {
+    std::array<int64_t, 5> v{};
+    for (int i = 0; i < 5; ++i)
+      v[i] = static_cast<int64_t>(op.ints[i]);
+    return v;
+  };
+  // quantized_matmul: 4 rows (subgroups) per 128-invocation workgroup.
+  OpCall qm = ops::quantizedMatmul(h(1), h(2), h(3), 4097, 256, DType::Q8_0);
+  SpirvKernel k = build(qm);
+  EXPECT_EQ(k.unitsPerGroup, 4u);
+  EXPECT_EQ(k.grid(ints(qm).data()), (std::array<uint32_t, 3>{1025, 1, 1}));
+  // element-wise: one element per invocation.
+  OpCall add = ops::add(h(1), h(2), h(3), 1000);
+  k = build(add);
+  EXPECT_EQ(k.grid(ints(add).data()), (std::array<uint32_t, 3>{16, 1, 1}));
+  add.ints[0] = 0;
+  EXPECT_EQ(k.grid(ints(add).data()), (std::array<uint32_t, 3>{0, 0, 0}));
+  // more than 65535 workgroups fold into y.
+  add.ints[0] = 64ull * 70000;
+  EXPECT_EQ(k.grid(ints(add).data()), (std::array<uint32_t, 3>{65535, 2, 1}));
+  // row reductions and copies: one workgroup.
+  OpCall sm = ops::softmax(h(1), h(2), 5000);
+  EXPECT_EQ(build(sm).grid(ints(sm).data()), (std::array<uint32_t, 3>{1, 1, 1}));
+  OpCall cp = ops::copyBufferOffset(h(1), h(2), 3, 5, 100000);
+  EXPECT_EQ(build(cp).grid(ints(cp).data()), (std::array<uint32_t, 3>{1, 1, 1}));
+  // rope: one invocation per (head, pair).
+  OpCall rope = ops::rope(h(1), h(2), 3, 64, 10000.0f, 8, 4);
+  EXPECT_EQ(build(rope).grid(ints(rope).data()), (std::array<uint32_t, 3>{6, 1, 1}));
+}
+
+TEST(SpirvCompilerTest, UnitsMatchTheSchedule) {
+  int64_t qm[5] = {100, 512, 0, 0, 0};
+  EXPECT_EQ(spirvUnits(OpKind::QuantizedMatmul, qm), 100u);
+  int64_t mm[5] = {3, 5, 7, 0, 0};
+  EXPECT_EQ(spirvUnits(OpKind::Matmul, mm), 15u);
+  int64_t rope[5] = {1, 64, 8, 2, 0};
+  EXPECT_EQ(spirvUnits(OpKind::Rope, rope), 320u);
+  int64_t score[5] = {64, 17, 0, 0, 0};
+  EXPECT_EQ(spirvUnits(OpKind::AttnScore, score), 17u);
+  EXPECT_EQ(spirvUnits(OpKind::AttnValue, score), 64u);
+}
+
+} // namespace
+} // namespace sinter::codegen

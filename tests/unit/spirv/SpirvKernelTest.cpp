@@ -1,0 +1,194 @@
+// SpirvKernelTest.cpp - runs every generated SPIR-V kernel on the machine's Vulkan device
+// (lavapipe in CI) against executeReference on random inputs with poisoned outputs, under the
+// Khronos validation layer: any warning or error it reports fails the test.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+
+#include "codegen/spirv/SpirvCompiler.h"
+#include "tests/unit/codegen/KernelHarness.h"
+#include "tests/unit/spirv/VkRunner.h"
+
+namespace sinter::test {
+namespace {
+
+using codegen::SpirvKernel;
+using codegen::SpirvTarget;
+
+BufferHandle slot(uint32_t s) { return Trace::handleOfSlot(s); }
+
+class SpirvKernelTest : public ::testing::Test {
+protected:
+  static void SetUpTestSuite() {
+    absl::StatusOr<std::unique_ptr<VkRunner>> r = VkRunner::create();
+    if (!r.ok()) {
+      skipReason_ = new std::string(r.status().ToString());
+      return;
+    }
+    runner_ = r->release();
+    std::printf("device: %s, subgroup size %u\n", runner_->deviceName().c_str(),
+                runner_->subgroupSize());
+    kernels_ = new std::map<std::string, SpirvKernel>();
+  }
+  static void TearDownTestSuite() {
+    delete runner_;
+    runner_ = nullptr;
+    delete skipReason_;
+    skipReason_ = nullptr;
+    delete kernels_;
+    kernels_ = nullptr;
+  }
+  void SetUp() override {
+    if (!runner_)
+      GTEST_SKIP() << "no usable Vulkan device: " << *skipReason_;
+  }
+  void TearDown() override {
+    if (!runner_)
+      return;
+    for (const std::string &m : runner_->takeMessages())
+      ADD_FAILURE() << "validation layer: " << m;
+  }
+
+  SpirvTarget target() const {
+    SpirvTarget t;
+    t.subgroupSize = runner_->subgroupSize();
+    t.maxWorkgroupInvocations = std::min<uint32_t>(runner_->maxWorkgroupInvocations(), 1024);
+    return t;
+  }
+
+  /// Builds `op` (the integers of `paramMask` read at run time), runs it and the reference on
+  /// equal random buffers, and compares.
+  void check(const OpCall &op, const std::string &what, uint8_t paramMask = 0, uint32_t seed = 1) {
+    // Kernels are cached by key: the row counts of one shape share a kernel, as in the runtime.
+    codegen::KernelSpec spec = codegen::singleOpSpec(op, paramMask);
+    auto cached = kernels_->find(spec.key());
+    if (cached == kernels_->end()) {
+      absl::StatusOr<SpirvKernel> built = codegen::buildSpirvKernel(spec, target());
+      ASSERT_TRUE(built.ok()) << what << ": " << built.status();
+      cached = kernels_->emplace(spec.key(), std::move(*built)).first;
+    }
+    const SpirvKernel *k = &cached->second;
+    std::mt19937 rng(seed);
+    std::vector<uint64_t> sizes = fittingSizes(op);
+    OpBuffers out = makeBuffers(op, sizes, rng);
+    OpBuffers ref = out;
+    int64_t ints[5];
+    for (int i = 0; i < 5; ++i)
+      ints[i] = static_cast<int64_t>(op.ints[i]);
+    VkDispatch d;
+    d.words = &k->words;
+    d.grid = k->grid(ints);
+    for (uint8_t i : k->pushConstantInts) {
+      uint32_t word = static_cast<uint32_t>(op.ints[i]);
+      const auto *bytes = reinterpret_cast<const uint8_t *>(&word);
+      d.pushConstants.insert(d.pushConstants.end(), bytes, bytes + 4);
+    }
+    for (uint32_t i = 0; i < k->numBindings(); ++i)
+      d.bindingBuffers.push_back(slotOfOperand(op, uint8_t(i)));
+    absl::Status status = runner_->run(d, out.bytes);
+    ASSERT_TRUE(status.ok()) << what << ": " << status;
+    runReference(op, ref);
+    expectSameResults(op, out, ref, what);
+  }
+
+  static VkRunner *runner_;
+  static std::string *skipReason_;
+  static std::map<std::string, SpirvKernel> *kernels_;
+};
+VkRunner *SpirvKernelTest::runner_ = nullptr;
+std::string *SpirvKernelTest::skipReason_ = nullptr;
+std::map<std::string, SpirvKernel> *SpirvKernelTest::kernels_ = nullptr;
+
+std::string str(uint64_t v) { return std::to_string(v); }
+
+TEST_F(SpirvKernelTest, Matmul) {
+  for (auto [m, n, k] : std::vector<std::array<uint32_t, 3>>{
+           {1, 1, 1}, {1, 16, 16}, {3, 37, 19}, {4, 64, 128}, {2, 15, 300}})
+    check(ops::matmul(slot(0), slot(1), slot(2), m, n, k),
+          "matmul " + str(m) + "x" + str(n) + "x" + str(k));
+}
+
+TEST_F(SpirvKernelTest, Softmax) {
+  for (uint32_t size : {1u, 7u, 100u, 1000u, 4099u}) {
+    check(ops::softmax(slot(0), slot(1), size), "softmax " + str(size));
+    check(ops::softmax(slot(0), slot(0), size), "in-place softmax " + str(size));
+  }
+}
+
+TEST_F(SpirvKernelTest, RmsNorm) {
+  for (uint32_t size : {1u, 17u, 288u, 4096u}) {
+    check(ops::rmsNorm(slot(0), slot(1), slot(2), size, 1e-5f), "rms_norm " + str(size));
+    check(ops::rmsNorm(slot(0), slot(1), slot(0), size, 1e-6f), "in-place rms_norm " + str(size));
+  }
+}
+
+TEST_F(SpirvKernelTest, Rope) {
+  for (uint32_t pos : {0u, 1u, 17u, 4095u, 100000u})
+    for (uint32_t headDim : {2u, 64u, 128u})
+      check(ops::rope(slot(0), slot(1), pos, headDim, 10000.0f, 6, 2),
+            "rope pos " + str(pos) + " head_dim " + str(headDim), /*paramMask=*/0b1);
+  check(ops::rope(slot(0), slot(1), 33, 64, 500000.0f, 32, 8), "rope llama3 base");
+  check(ops::rope(slot(0), slot(1), 5, 64, 10000.0f, 4, 0), "rope q only");
+}
+
+TEST_F(SpirvKernelTest, Elementwise) {
+  for (uint32_t size : {1u, 63u, 64u, 1000u, 70000u}) {
+    check(ops::silu(slot(0), slot(1), size), "silu " + str(size));
+    check(ops::elementMul(slot(0), slot(1), slot(2), size), "element_mul " + str(size));
+    check(ops::add(slot(0), slot(1), slot(2), size), "add " + str(size));
+    check(ops::add(slot(0), slot(1), slot(0), size), "in-place add " + str(size));
+  }
+}
+
+TEST_F(SpirvKernelTest, Copies) {
+  for (uint64_t size : {0ull, 1ull, 4ull, 7ull, 1030ull, 5000ull})
+    check(ops::copyBuffer(slot(0), slot(1), size), "copy_buffer " + str(size));
+  for (auto [so, dst, size] : std::vector<std::array<uint64_t, 3>>{
+           {0, 0, 16}, {6, 1027, 513}, {3, 1, 2}, {1, 6, 3000}, {4096, 8, 4096}})
+    check(ops::copyBufferOffset(slot(0), slot(1), so, dst, size),
+          "copy_buffer_offset " + str(so) + " " + str(dst) + " " + str(size));
+  // One buffer, overlapping ranges both ways: memmove.
+  for (auto [so, dst, size] : std::vector<std::array<uint64_t, 3>>{
+           {0, 5, 3000}, {5, 0, 3000}, {2, 3, 1}, {100, 96, 2000}, {96, 101, 2000}})
+    check(ops::copyBufferOffset(slot(0), slot(0), so, dst, size),
+          "overlapping copy_buffer_offset " + str(so) + " " + str(dst) + " " + str(size));
+}
+
+TEST_F(SpirvKernelTest, AttnScore) {
+  check(ops::attnScore(slot(0), slot(1), slot(2), 64, 17, 64, 128, 256), "attn_score 64x17");
+  check(ops::attnScore(slot(0), slot(1), slot(2), 48, 1, 0, 0, 48), "attn_score 48x1");
+  check(ops::attnScore(slot(0), slot(1), slot(2), 128, 300, 0, 128, 512), "attn_score 128x300",
+        /*paramMask=*/0b11110);
+  check(ops::attnScore(slot(0), slot(1), slot(2), 5, 9, 3, 2, 11), "attn_score odd head_dim",
+        /*paramMask=*/0b11111);
+}
+
+TEST_F(SpirvKernelTest, AttnValue) {
+  check(ops::attnValue(slot(0), slot(1), slot(2), 64, 17, 128, 256, 64), "attn_value 64x17");
+  check(ops::attnValue(slot(0), slot(1), slot(2), 100, 3, 0, 100, 0), "attn_value 100x3");
+  check(ops::attnValue(slot(0), slot(1), slot(2), 128, 300, 128, 512, 128), "attn_value 128x300");
+}
+
+TEST_F(SpirvKernelTest, QuantizedMatmulEveryDType) {
+  for (uint32_t id = 0; id < 40; ++id) {
+    const DTypeInfo *info = lookupDType(id);
+    if (!info || info->support != DTypeSupport::Supported)
+      continue;
+    uint32_t block = info->blockSize == 1 ? 32 : info->blockSize;
+    std::vector<uint32_t> cols = {block, 4 * block, 8 * block + (info->blockSize == 1 ? 5 : 0)};
+    for (uint32_t nCols : cols)
+      for (uint32_t rows : {1u, 7u, 33u}) {
+        std::string what =
+            std::string("quantized_matmul ") + info->name + " " + str(rows) + "x" + str(nCols);
+        check(ops::quantizedMatmul(slot(0), slot(1), slot(2), rows, nCols, info->dtype), what);
+        if (rows == 7)
+          check(ops::quantizedMatmul(slot(0), slot(1), slot(2), rows, nCols, info->dtype),
+                what + " (n_cols at run time)", /*paramMask=*/0b11);
+      }
+  }
+}
+
+} // namespace
+} // namespace sinter::test

@@ -1,0 +1,73 @@
+// VulkanStories260KTest.cpp - stories260K on the `vulkan` kind decodes the pinned golden.
+//
+// The golden is established in tests/e2e/Stories260KTest.cpp (the engine on the reference backend
+// and an independent llama2.c forward pass agree on it). Here the same 40 greedy tokens must come
+// out of the SPIR-V kernels, fused and unfused, under the validation layer with zero messages and
+// one queue submission per flush. Skips when the model (../shared), the SPIR-V generator or a
+// Vulkan device is missing.
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "VulkanTestUtil.h"
+#include "backends/VulkanBackend.h"
+#include "tools/model/Decoder.h"
+#include "tools/model/Llama2cLoader.h"
+#include "tools/model/Sampler.h"
+#include "gtest/gtest.h"
+
+namespace sinter {
+namespace {
+
+const std::vector<uint32_t> kGolden = {461, 461, 401, 401, 401, 461, 378, 455, 473, 456,
+                                       435, 299, 362, 409, 283, 264, 283, 452, 288, 13,
+                                       431, 431, 431, 431, 431, 431, 431, 431, 431, 431,
+                                       431, 431, 431, 293, 430, 417, 363, 416, 315, 342};
+
+std::string modelPath() {
+  const char *env = std::getenv("SINTER_SHARED_DIR");
+  return std::string(env ? env : SINTER_SHARED_DIR) + "/models/stories260K.bin";
+}
+
+class VulkanStories260K : public ::testing::TestWithParam<bool> {};
+
+TEST_P(VulkanStories260K, DecodesTheGolden) {
+  if (!haveSpirvCodegen())
+    GTEST_SKIP() << "the SPIR-V code generator is not in this build";
+  auto weights = model::loadLlama2c(modelPath());
+  if (!weights.ok())
+    GTEST_SKIP() << "stories260K.bin not loadable at " << modelPath()
+                 << " (needs ../shared): " << weights.status();
+  std::shared_ptr<runtime::vulkan::VulkanDevice> device = runtime::vulkan::test::makeDevice();
+  if (!device)
+    GTEST_SKIP() << "no Vulkan device on this machine";
+  BackendOptions options;
+  options.kind = "vulkan";
+  options.fusion = GetParam();
+  VulkanBackendOptions vulkan;
+  vulkan.device = device;
+  vulkan.stats = std::make_shared<runtime::vulkan::VulkanStatsSink>();
+  vulkan.logFallbacks = false;
+  auto backend = createVulkanBackend(options, vulkan);
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  auto decoder = model::Decoder::create(**backend, *weights);
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  model::Sampler greedy({});
+  const uint32_t prompt[] = {1};
+  auto tokens = model::generate(**decoder, prompt, uint32_t(kGolden.size()), greedy, 1u);
+  ASSERT_TRUE(tokens.ok()) << tokens.status();
+  EXPECT_EQ(*tokens, kGolden);
+  runtime::vulkan::VulkanCompilerStats s = vulkan.stats->get();
+  EXPECT_GE(s.runs, kGolden.size());
+  EXPECT_EQ(s.submissions, s.runs) << "one submission per flush";
+  EXPECT_LE(s.plans, 8u) << "a decode loop compiles a few plans, then replays them";
+  runtime::vulkan::test::expectNoValidationMessages(*device);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, VulkanStories260K, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool> &info) {
+                           return std::string(info.param ? "fused" : "unfused");
+                         });
+
+} // namespace
+} // namespace sinter

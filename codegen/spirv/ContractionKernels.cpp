@@ -34,40 +34,64 @@ Value extractLane(Emitter &e, Value v, int64_t lane) {
   return e.b.create<mlir::vector::ExtractOp>(e.loc, v, llvm::ArrayRef<int64_t>{lane});
 }
 
-// Σ_i q[i] * x[first + i] over a group, x read as vec4 (first is a multiple of 4).
-Value groupDot(Emitter &e, Value q, Value x4, Value first, int64_t weights) {
-  llvm::SmallVector<Value, 4> partial;
+// The x of one group of a row, 4 floats per vector: x itself, and x * g when an rms_norm
+// prologue with weight g feeds the product (the norm's 1 / rms is applied to the row's sum).
+struct GroupInput {
+  llvm::SmallVector<Value, 8> x;  ///< what multiplies the weights
+  llvm::SmallVector<Value, 8> in; ///< the norm's input, for the sum of squares (norm only)
+};
+
+GroupInput loadGroupInput(Emitter &e, Value x4, Value g4, Value first, int64_t weights) {
+  GroupInput gi;
   for (int64_t v = 0; v < weights / 4; ++v) {
-    Value xv = e.load(x4, e.add(e.divu(first, e.ci(4)), e.ci(v)));
+    Value index = e.add(e.divu(first, e.ci(4)), e.ci(v));
+    Value xv = e.load(x4, index);
+    if (!g4) {
+      gi.x.push_back(xv);
+      continue;
+    }
+    gi.in.push_back(xv);
+    gi.x.push_back(e.b.create<arith::MulFOp>(e.loc, xv, e.load(g4, index)));
+  }
+  return gi;
+}
+
+// Σ_i q[i] * x[i] over a group.
+Value groupDot(Emitter &e, Value q, const GroupInput &gi) {
+  llvm::SmallVector<Value, 4> partial;
+  for (size_t v = 0; v < gi.x.size(); ++v)
     for (int64_t l = 0; l < 4; ++l) {
-      Value term = e.fmul(extractLane(e, q, 4 * v + l), extractLane(e, xv, l));
+      Value term = e.fmul(extractLane(e, q, 4 * v + l), extractLane(e, gi.x[v], l));
       if (partial.size() < 4)
         partial.push_back(term);
       else
         partial[l] = e.fadd(partial[l], term);
     }
-  }
-  Value sum = e.fadd(e.fadd(partial[0], partial[1]), e.fadd(partial[2], partial[3]));
-  return sum;
+  return e.fadd(e.fadd(partial[0], partial[1]), e.fadd(partial[2], partial[3]));
 }
 
-// Σ_i x[first + i] over a group (for the formats with a bias).
-Value groupSum(Emitter &e, Value x4, Value first, int64_t weights) {
+// Σ_i v[i]^2 (squares) or Σ_i v[i] over a group's vectors.
+Value groupSum(Emitter &e, llvm::ArrayRef<Value> vectors, bool squares) {
   Value sum = e.cf(0.0);
-  for (int64_t v = 0; v < weights / 4; ++v) {
-    Value xv = e.load(x4, e.add(e.divu(first, e.ci(4)), e.ci(v)));
-    Value pair = e.fadd(e.fadd(extractLane(e, xv, 0), extractLane(e, xv, 1)),
-                        e.fadd(extractLane(e, xv, 2), extractLane(e, xv, 3)));
+  for (Value xv : vectors) {
+    Value v = squares ? e.b.create<arith::MulFOp>(e.loc, xv, xv).getResult() : xv;
+    Value pair = e.fadd(e.fadd(extractLane(e, v, 0), extractLane(e, v, 1)),
+                        e.fadd(extractLane(e, v, 2), extractLane(e, v, 3)));
     sum = e.fadd(sum, pair);
   }
   return sum;
 }
 
 // quantized_matmul(W, x, out, n_rows, n_cols, dtype): subgroup s of workgroup g computes row
-// g * (workgroup / S) + s; lane l takes blocks l, l + S, ...
-void emitQMatmulKernel(Emitter &e, const OpShape &op) {
-  Value w = e.buffer(0), x4 = e.buffer(1), out = e.buffer(2);
+// g * (workgroup / S) + s; lane l takes blocks l, l + S, ... With an rms_norm prologue x is the
+// norm's input times its weight, and the row's sum is scaled by 1 / rms at the end; an epilogue
+// of element-wise members is applied to each output as it is stored.
+void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
+  Value w = e.buffer(0), out = e.buffer(2);
   Value nRows = e.intArg(op, 0), nCols = e.intArg(op, 1);
+  const OpShape *norm = spec.prologue.empty() ? nullptr : &spec.prologue[0];
+  Value x4 = norm ? e.memberBuffer(0, 0) : e.buffer(1);
+  Value g4 = norm ? e.memberBuffer(0, 1) : Value();
   QuantLayout layout = quantLayout(op.dtype);
   bool scalar = isScalarFormat(op.dtype);
   int64_t elementBytes = dtypeInfo(op.dtype).bytesPerBlock; // scalar formats only
@@ -80,39 +104,88 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op) {
   Value bytesPerRow =
       scalar ? e.mul(nCols, e.ci(elementBytes)) : e.mul(nBlocks, e.ci(layout.blockBytes));
   Value rowsPerGroup = e.ci(e.plan.workgroupSize / lanes);
-  Value row = e.add(e.mul(e.groupId(), rowsPerGroup), e.subgroupId());
+  Value group = e.groupId(), subgroup = e.subgroupId();
+  Value row = e.add(e.mul(group, rowsPerGroup), subgroup);
   Value lane = e.laneId();
   e.ifThen(e.ult(row, nRows), [&] {
     Value rowBase = e.mul(row, bytesPerRow);
-    Value acc = e.forLoop(
-        lane, nBlocks, e.ci(lanes), ValueRange{e.cf(0.0)}, [&](Value blk, ValueRange iters) {
-          Value sum = iters[0];
-          Value block = e.add(rowBase, e.mul(blk, e.ci(layout.blockBytes)));
-          Value firstColumn = e.mul(blk, e.ci(layout.blockWeights));
-          WordReader reader(e, w, alignment);
-          for (int64_t g = 0; g < layout.groupsPerBlock(); ++g) {
-            WeightGroup group = emitWeightGroup(e.b, e.loc, reader, op.dtype, block, g);
-            Value first = e.add(firstColumn, e.ci(g * layout.groupWeights));
-            Value dot = groupDot(e, group.q, x4, first, layout.groupWeights);
-            sum = group.scale ? e.fma(dot, group.scale, sum) : e.fadd(sum, dot);
-            if (group.bias)
-              sum = e.fma(groupSum(e, x4, first, layout.groupWeights), group.bias, sum);
-          }
-          return llvm::SmallVector<Value>{sum};
-        })[0];
+    // iters: the dot product, and the sum of squares of the norm's input.
+    auto accs = e.forLoop(lane, nBlocks, e.ci(lanes), ValueRange{e.cf(0.0), e.cf(0.0)},
+                          [&](Value blk, ValueRange iters) {
+                            Value sum = iters[0], squares = iters[1];
+                            Value block = e.add(rowBase, e.mul(blk, e.ci(layout.blockBytes)));
+                            Value firstColumn = e.mul(blk, e.ci(layout.blockWeights));
+                            WordReader reader(e, w, alignment);
+                            for (int64_t g = 0; g < layout.groupsPerBlock(); ++g) {
+                              WeightGroup wg =
+                                  emitWeightGroup(e.b, e.loc, reader, op.dtype, block, g);
+                              Value first = e.add(firstColumn, e.ci(g * layout.groupWeights));
+                              GroupInput gi = loadGroupInput(e, x4, g4, first, layout.groupWeights);
+                              Value dot = groupDot(e, wg.q, gi);
+                              sum = wg.scale ? e.fma(dot, wg.scale, sum) : e.fadd(sum, dot);
+                              if (wg.bias)
+                                sum = e.fma(groupSum(e, gi.x, false), wg.bias, sum);
+                              if (norm)
+                                squares = e.fadd(squares, groupSum(e, gi.in, true));
+                            }
+                            return llvm::SmallVector<Value>{sum, squares};
+                          });
     if (scalar) { // columns past the last whole pseudo-block
       Value tailBegin = e.add(e.mul(nBlocks, e.ci(layout.blockWeights)), lane);
-      acc = e.forLoop(tailBegin, nCols, e.ci(lanes), ValueRange{acc}, [&](Value c, ValueRange it) {
-        WordReader reader(e, w, alignment);
-        Value element = e.add(rowBase, e.mul(c, e.ci(elementBytes)));
-        Value weight = emitScalarWeight(e.b, e.loc, reader, op.dtype, element);
-        Value x = e.b.create<mlir::vector::ExtractElementOp>(e.loc, e.load(x4, e.divu(c, e.ci(4))),
-                                                             e.toI32(e.remu(c, e.ci(4))));
-        return llvm::SmallVector<Value>{e.fma(weight, x, it[0])};
-      })[0];
+      accs = e.forLoop(tailBegin, nCols, e.ci(lanes), ValueRange{accs[0], accs[1]},
+                       [&](Value c, ValueRange it) {
+                         WordReader reader(e, w, alignment);
+                         Value element = e.add(rowBase, e.mul(c, e.ci(elementBytes)));
+                         Value weight = emitScalarWeight(e.b, e.loc, reader, op.dtype, element);
+                         auto at = [&](Value v4) {
+                           return e.b.create<mlir::vector::ExtractElementOp>(
+                               e.loc, e.load(v4, e.divu(c, e.ci(4))), e.toI32(e.remu(c, e.ci(4))));
+                         };
+                         Value x = at(x4), squares = it[1];
+                         if (norm) {
+                           squares = e.fma(x, x, squares);
+                           x = e.fmul(x, at(g4));
+                         }
+                         return llvm::SmallVector<Value>{e.fma(weight, x, it[0]), squares};
+                       });
     }
-    Value total = e.clusterSum(acc, lanes);
-    e.ifThen(e.ult(lane, e.ci(1)), [&] { e.store(total, out, row); });
+    Value total = e.clusterSum(accs[0], lanes);
+    if (norm) {
+      Value size = e.memberInt(0, *norm, 0);
+      Value sizeF = e.b.create<arith::UIToFPOp>(e.loc, e.f32(), e.toI32(size));
+      Value mean = e.b.create<arith::DivFOp>(e.loc, e.clusterSum(accs[1], lanes), sizeF);
+      Value root = e.b.create<mlir::math::SqrtOp>(e.loc, e.fadd(mean, e.cf(norm->scalar())));
+      Value scale = e.b.create<arith::DivFOp>(e.loc, e.cf(1.0), root);
+      total = e.fmul(total, scale);
+      // The normalized vector is still stored (the host or a later op may read it): by the
+      // first subgroup of the first workgroup.
+      Value first =
+          e.b.create<arith::AndIOp>(e.loc, e.ult(group, e.ci(1)), e.ult(subgroup, e.ci(1)));
+      e.ifThen(first, [&] {
+        Value normOut = e.memberBuffer(0, 2);
+        e.forLoop(lane, size, e.ci(lanes), [&](Value i) {
+          auto at = [&](Value v4) {
+            return e.b.create<mlir::vector::ExtractElementOp>(e.loc, e.load(v4, e.divu(i, e.ci(4))),
+                                                              e.toI32(e.remu(i, e.ci(4))));
+          };
+          e.store(e.fmul(e.fmul(at(x4), at(g4)), scale), normOut, i);
+        });
+      });
+    }
+    e.ifThen(e.ult(lane, e.ci(1)), [&] {
+      e.store(total, out, row);
+      Value v = total;
+      int first = static_cast<int>(spec.prologue.size()) + 1;
+      for (size_t j = 0; j < spec.epilogue.size(); ++j) {
+        int m = first + static_cast<int>(j);
+        OpKind kind = spec.epilogue[j].kind;
+        llvm::SmallVector<Value, 2> inputs{v};
+        if (kind != OpKind::Silu)
+          inputs.push_back(e.load(e.memberBuffer(m, 1), row));
+        v = emitElementwise(e.b, e.loc, kind, inputs, MathTarget::Gpu);
+        e.store(v, e.memberBuffer(m, kind == OpKind::Silu ? 1 : 2), row);
+      }
+    });
   });
 }
 
@@ -183,10 +256,10 @@ void emitAttnValueKernel(Emitter &e, const OpShape &op) {
 
 } // namespace
 
-absl::Status emitContraction(Emitter &e, const OpShape &op) {
+absl::Status emitContraction(Emitter &e, const OpShape &op, const KernelSpec &spec) {
   switch (op.kind) {
   case OpKind::QuantizedMatmul:
-    emitQMatmulKernel(e, op);
+    emitQMatmulKernel(e, op, spec);
     return absl::OkStatus();
   case OpKind::Matmul:
     emitMatmulKernel(e, op);

@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "codegen/ElementwiseMath.h"
 #include "codegen/spirv/SpirvEmitter.h"
 #include "codegen/spirv/SpirvTools.h"
 #include "mlir/AsmParser/AsmParser.h"
@@ -88,6 +89,61 @@ KernelPlan planKernel(const OpShape &op, const SpirvTarget &target) {
     break;
   }
   return plan;
+}
+
+// The members of `spec` in order: prologue, anchor, epilogue.
+std::vector<const OpShape *> membersOf(const KernelSpec &spec) {
+  std::vector<const OpShape *> members;
+  for (const OpShape &s : spec.prologue)
+    members.push_back(&s);
+  members.push_back(&spec.anchor);
+  for (const OpShape &s : spec.epilogue)
+    members.push_back(&s);
+  return members;
+}
+
+absl::Status checkFusion(const KernelSpec &spec) {
+  if (spec.prologue.empty() && spec.epilogue.empty())
+    return absl::OkStatus();
+  auto unsupported = [&](const std::string &why) {
+    return absl::UnimplementedError(
+        absl::StrCat("kernel ", spec.name(), ": no fused SPIR-V kernel for ", why));
+  };
+  if (spec.anchor.kind != OpKind::QuantizedMatmul)
+    return unsupported(absl::StrCat("a ", opInfo(spec.anchor.kind).name, " anchor"));
+  if (spec.prologue.size() > 1 ||
+      (spec.prologue.size() == 1 && spec.prologue[0].kind != OpKind::RmsNorm))
+    return unsupported("a prologue other than one rms_norm");
+  for (const OpShape &s : spec.epilogue)
+    if (!isElementwise(s.kind))
+      return unsupported(absl::StrCat("a ", opInfo(s.kind).name, " epilogue"));
+  return absl::OkStatus();
+}
+
+// The plan of a whole spec: the anchor's schedule, every member's bindings and words in order.
+KernelPlan planSpec(const KernelSpec &spec, const SpirvTarget &target) {
+  KernelPlan plan = planKernel(spec.anchor, target);
+  if (spec.prologue.empty() && spec.epilogue.empty())
+    return plan;
+  KernelPlan fused = plan;
+  fused.bindings.clear();
+  fused.bindingBase.clear();
+  fused.wordBase.clear();
+  fused.pushConstantWords = 0;
+  for (const OpShape *member : membersOf(spec)) {
+    fused.bindingBase.push_back(static_cast<uint32_t>(fused.bindings.size()));
+    fused.wordBase.push_back(fused.pushConstantWords);
+    const OpInfo &info = opInfo(member->kind);
+    if (member == &spec.anchor)
+      fused.bindings.insert(fused.bindings.end(), plan.bindings.begin(), plan.bindings.end());
+    else if (member->kind == OpKind::RmsNorm) // in and weight feed the products 16 bytes at a time
+      fused.bindings.insert(fused.bindings.end(), {SpirvBindingKind::Vec4, SpirvBindingKind::Vec4,
+                                                   SpirvBindingKind::F32});
+    else
+      fused.bindings.insert(fused.bindings.end(), info.numBuffers, SpirvBindingKind::F32);
+    fused.pushConstantWords += info.numInts;
+  }
+  return fused;
 }
 
 } // namespace spv
@@ -201,10 +257,8 @@ mlir::LogicalResult lowerToSpirv(mlir::ModuleOp module) {
 } // namespace
 
 absl::StatusOr<SpirvKernel> buildSpirvKernel(const KernelSpec &spec, const SpirvTarget &target) {
-  if (!spec.prologue.empty() || !spec.epilogue.empty())
-    return absl::UnimplementedError(absl::StrCat(
-        "kernel ", spec.name(), ": fused prologues and epilogues (",
-        spec.prologue.size() + spec.epilogue.size(), " member ops) are not generated for SPIR-V"));
+  if (absl::Status s = spv::checkFusion(spec); !s.ok())
+    return s;
   if (target.subgroupSize < 4 || target.subgroupSize > 128 ||
       (target.subgroupSize & (target.subgroupSize - 1)) != 0)
     return absl::InvalidArgumentError(absl::StrCat("spirv: subgroup size ", target.subgroupSize,
@@ -235,12 +289,13 @@ absl::StatusOr<SpirvKernel> buildSpirvKernel(const KernelSpec &spec, const Spirv
     return fail("bad spirv.target_env");
   (*module)->setAttr(mlir::spirv::getTargetEnvAttrName(), env);
 
-  spv::KernelPlan plan = spv::planKernel(op, target);
+  spv::KernelPlan plan = spv::planSpec(spec, target);
   mlir::gpu::GPUFuncOp func = createKernelFunc(b, *module, plan);
   b.setInsertionPointToStart(&func.getBody().front());
   spv::Emitter e(b, loc, func, target, plan);
+  e.setMember(static_cast<int>(spec.prologue.size()));
   absl::Status status =
-      spv::isContraction(op.kind) ? spv::emitContraction(e, op) : spv::emitPointwise(e, op);
+      spv::isContraction(op.kind) ? spv::emitContraction(e, op, spec) : spv::emitPointwise(e, op);
   if (!status.ok())
     return status;
   b.create<mlir::gpu::ReturnOp>(loc);
@@ -276,8 +331,19 @@ absl::StatusOr<SpirvKernel> buildSpirvKernel(const KernelSpec &spec, const Spirv
   kernel.entryPoint = "main";
   kernel.localSize = {plan.workgroupSize, 1, 1};
   kernel.bindings = plan.bindings;
-  for (uint32_t i = 0; i < plan.pushConstantWords; ++i)
-    kernel.pushConstantInts.push_back(static_cast<uint8_t>(i));
+  std::vector<const OpShape *> members = spv::membersOf(spec);
+  for (size_t m = 0; m < members.size(); ++m) {
+    const OpInfo &info = opInfo(members[m]->kind);
+    for (uint8_t i = 0; i < info.numBuffers; ++i) {
+      kernel.bindingMembers.push_back(static_cast<uint8_t>(m));
+      kernel.bindingOperands.push_back(i);
+    }
+    for (uint8_t i = 0; i < info.numInts; ++i) {
+      kernel.pushConstantMembers.push_back(static_cast<uint8_t>(m));
+      kernel.pushConstantInts.push_back(i);
+    }
+  }
+  kernel.anchorMember = static_cast<uint8_t>(spec.prologue.size());
   kernel.kind = op.kind;
   kernel.unitsPerGroup = plan.unitsPerGroup;
   return kernel;

@@ -47,19 +47,27 @@ struct SpirvKernel {
   std::vector<uint32_t> words;     ///< the SPIR-V module
   std::string entryPoint = "main"; ///< GLCompute entry point
   std::array<uint32_t, 3> localSize{1, 1, 1};
-  /// Binding i of descriptor set 0 is the anchor op's buffer operand i (OpInfo order).
+  /// Binding i of descriptor set 0 is buffer operand bindingOperands[i] (OpInfo order) of member
+  /// bindingMembers[i]. Members count in spec order: prologue, anchor, epilogue; a single-op
+  /// kernel has one member, and binding i is its operand i.
   std::vector<SpirvBindingKind> bindings;
-  /// Push-constant word j (a u32 at byte 4 j) holds ints[pushConstantInts[j]] of the anchor op.
-  /// Every integer argument is pushed, baked or not, so the runtime need not know which are.
+  std::vector<uint8_t> bindingMembers;
+  std::vector<uint8_t> bindingOperands;
+  /// Push-constant word j (a u32 at byte 4 j) holds ints[pushConstantInts[j]] of member
+  /// pushConstantMembers[j]. Every integer argument of every member is pushed, baked or not, so
+  /// the runtime need not know which are.
   std::vector<uint8_t> pushConstantInts;
-  OpKind kind = OpKind::Matmul; ///< the anchor
+  std::vector<uint8_t> pushConstantMembers;
+  /// The anchor's member index (the prologue's length) and kind.
+  uint8_t anchorMember = 0;
+  OpKind kind = OpKind::Matmul;
   /// Units of the parallel dimension one workgroup computes (see spirvUnits).
   uint32_t unitsPerGroup = 1;
 
   uint32_t numBindings() const { return static_cast<uint32_t>(bindings.size()); }
   uint32_t pushConstantBytes() const { return 4 * static_cast<uint32_t>(pushConstantInts.size()); }
-  /// Workgroups to dispatch for these integer arguments (all of the op's ints): x up to 65535,
-  /// the rest in y (kernels linearize y * numWorkgroups.x + x). {0, 0, 0} when there is no work.
+  /// Workgroups to dispatch for the anchor's integer arguments (all of them): x up to 65535, the
+  /// rest in y (kernels linearize y * numWorkgroups.x + x). {0, 0, 0} when there is no work.
   std::array<uint32_t, 3> grid(const int64_t *ints) const;
 };
 
@@ -70,8 +78,15 @@ struct SpirvKernel {
 uint64_t spirvUnits(OpKind kind, const int64_t *ints);
 
 /// Builds, lowers, serializes, validates and optimizes the kernel of `spec` for `target`.
-/// Unimplemented for fused members (prologue/epilogue not empty yet); Internal, with the
-/// validator's message, when the SPIR-V does not validate.
+/// Fused specs supported so far (anything else is Unimplemented, so the runtime can run the
+/// members one by one), all on a quantized_matmul anchor:
+///  - prologue [rms_norm]: rms_norm's out is the anchor's x, its size is n_cols, and its out does
+///    not alias its in; the kernel still writes rms_norm's out (workgroup 0 does).
+///  - an epilogue of silu / add / element_mul members, each reading the previous member's output
+///    (the anchor's out for the first) as its first input (`in` or `a`: the runtime puts the
+///    chained value first, both ops commute) and its other input at the same element; every
+///    member's output is written.
+/// Internal, with the validator's message, when the SPIR-V does not validate.
 absl::StatusOr<SpirvKernel> buildSpirvKernel(const KernelSpec &spec, const SpirvTarget &target);
 
 /// The SPIRV-Tools validator on `words` for Vulkan 1.1: OK or Internal with its messages.

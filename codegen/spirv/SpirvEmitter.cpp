@@ -22,13 +22,13 @@ Value Emitter::ci(int64_t v) { return b.create<arith::ConstantIndexOp>(loc, v); 
 Value Emitter::c32(int64_t v) { return b.create<arith::ConstantIntOp>(loc, v, 32); }
 Value Emitter::cf(double v) { return floatConstant(b, loc, f32(), v); }
 
-Value Emitter::intArg(const OpShape &op, int i) {
+Value Emitter::memberInt(int m, const OpShape &op, int i) {
   if (op.isStatic(i))
     return ci(op.ints[i]);
-  assert(i < static_cast<int>(plan.pushConstantWords) && "integer argument without a word");
+  uint32_t word = plan.wordBase[m] + i;
+  assert(word < plan.pushConstantWords && "integer argument without a word");
   int pushConstants = static_cast<int>(plan.bindings.size());
-  Value word = load(func_.getArgument(pushConstants), ci(i));
-  return toIndex(word);
+  return toIndex(load(func_.getArgument(pushConstants), ci(word)));
 }
 
 Value Emitter::add(Value a, Value c) { return b.create<arith::AddIOp>(loc, a, c); }

@@ -25,6 +25,9 @@ namespace sinter::codegen::spv {
 /// How a kernel is laid out: its bindings, workgroup size and units per workgroup.
 struct KernelPlan {
   std::vector<SpirvBindingKind> bindings;
+  /// Per member (prologue, anchor, epilogue): its first binding and first push-constant word.
+  std::vector<uint32_t> bindingBase{0};
+  std::vector<uint32_t> wordBase{0};
   uint32_t workgroupSize = 64;
   uint32_t unitsPerGroup = 1;
   /// Row-parallel kernels (quantized_matmul, attn_score): lanes cooperating on one unit.
@@ -57,10 +60,16 @@ public:
   mlir::Value c32(int64_t v); ///< i32 constant
   mlir::Value cf(double v);   ///< f32 constant
 
-  /// Storage buffer `i` (a memref of its binding kind).
-  mlir::Value buffer(int i) { return func_.getArgument(i); }
-  /// Integer argument `i` of `op` as index: a constant when static, else push-constant word i.
-  mlir::Value intArg(const OpShape &op, int i);
+  /// Buffer operand `i` of the current member (a memref of its binding kind).
+  mlir::Value buffer(int i) { return memberBuffer(member_, i); }
+  /// Integer argument `i` of `op`, the current member, as index: a constant when static, else
+  /// its push-constant word.
+  mlir::Value intArg(const OpShape &op, int i) { return memberInt(member_, op, i); }
+  /// The same for member `m` of the spec.
+  mlir::Value memberBuffer(int m, int i) { return func_.getArgument(plan.bindingBase[m] + i); }
+  mlir::Value memberInt(int m, const OpShape &op, int i);
+  /// Makes member `m` the one buffer() and intArg() refer to.
+  void setMember(int m) { member_ = m; }
 
   // index arithmetic (unsigned where it matters).
   mlir::Value add(mlir::Value a, mlir::Value c);
@@ -115,6 +124,7 @@ public:
 
 private:
   mlir::gpu::GPUFuncOp func_;
+  int member_ = 0;
 };
 
 /// Dequant.h's ByteReader over a Word binding: `block` is the block's byte address (index).
@@ -150,8 +160,9 @@ private:
   std::map<int64_t, mlir::Value> raw_, aligned_;
 };
 
-/// Emits the kernel body of a contraction (quantized_matmul, matmul, attn_score, attn_value).
-absl::Status emitContraction(Emitter &e, const OpShape &op);
+/// Emits the kernel body of a contraction (quantized_matmul, matmul, attn_score, attn_value);
+/// `spec` gives the fused members around it (quantized_matmul only).
+absl::Status emitContraction(Emitter &e, const OpShape &op, const KernelSpec &spec);
 /// Emits the kernel body of an element-wise op, softmax, rms_norm, rope or a copy.
 absl::Status emitPointwise(Emitter &e, const OpShape &op);
 

@@ -66,8 +66,15 @@ TEST(SpirvCompilerTest, EveryOpBuildsAndValidates) {
       const OpInfo &info = opInfo(op.kind);
       EXPECT_EQ(k->numBindings(), info.numBuffers) << describeOp(op);
       ASSERT_EQ(k->pushConstantInts.size(), info.numInts) << describeOp(op);
-      for (size_t j = 0; j < k->pushConstantInts.size(); ++j)
+      for (size_t j = 0; j < k->pushConstantInts.size(); ++j) {
         EXPECT_EQ(k->pushConstantInts[j], j);
+        EXPECT_EQ(k->pushConstantMembers[j], 0);
+      }
+      for (size_t j = 0; j < k->bindings.size(); ++j) {
+        EXPECT_EQ(k->bindingOperands[j], j);
+        EXPECT_EQ(k->bindingMembers[j], 0);
+      }
+      EXPECT_EQ(k->anchorMember, 0);
       EXPECT_EQ(k->pushConstantBytes(), 4u * info.numInts);
       EXPECT_GE(k->localSize[0], subgroup) << describeOp(op);
       EXPECT_EQ(k->localSize[0] % subgroup, 0u) << describeOp(op);
@@ -106,12 +113,38 @@ TEST(SpirvCompilerTest, UnsupportedDTypeIsUnimplemented) {
   EXPECT_THAT(k.status().message(), HasSubstr("Q8_K"));
 }
 
-TEST(SpirvCompilerTest, FusedSpecIsUnimplemented) {
-  KernelSpec spec = singleOpSpec(ops::quantizedMatmul(h(1), h(2), h(3), 4, 64, DType::Q4_0), 0);
-  spec.epilogue.push_back(shapeOf(ops::add(h(3), h(4), h(5), 4), 0));
+TEST(SpirvCompilerTest, UnsupportedFusedSpecsAreUnimplemented) {
+  KernelSpec softmaxAnchor = singleOpSpec(ops::softmax(h(1), h(2), 64), 0);
+  softmaxAnchor.epilogue.push_back(shapeOf(ops::add(h(2), h(4), h(5), 64), 0));
+  KernelSpec twoNorms = singleOpSpec(ops::quantizedMatmul(h(1), h(2), h(3), 4, 64, DType::Q4_0), 0);
+  twoNorms.prologue.push_back(shapeOf(ops::rmsNorm(h(4), h(5), h(2), 64, 1e-5f), 0));
+  twoNorms.prologue.push_back(twoNorms.prologue[0]);
+  for (const KernelSpec &spec : {softmaxAnchor, twoNorms}) {
+    absl::StatusOr<SpirvKernel> k = buildSpirvKernel(spec, target());
+    ASSERT_FALSE(k.ok());
+    EXPECT_EQ(k.status().code(), absl::StatusCode::kUnimplemented) << k.status();
+  }
+}
+
+TEST(SpirvCompilerTest, FusedKernelBindsEveryMember) {
+  // rms_norm(x=4, g=5, xn=2) -> quantized_matmul(W=1, xn=2, y=3) -> add(y=3, r=6, out=7)
+  KernelSpec spec = singleOpSpec(ops::quantizedMatmul(h(1), h(2), h(3), 64, 256, DType::Q4_0), 0);
+  spec.prologue.push_back(shapeOf(ops::rmsNorm(h(4), h(5), h(2), 256, 1e-5f), 0));
+  spec.epilogue.push_back(shapeOf(ops::add(h(3), h(6), h(7), 64), 0));
   absl::StatusOr<SpirvKernel> k = buildSpirvKernel(spec, target());
-  ASSERT_FALSE(k.ok());
-  EXPECT_EQ(k.status().code(), absl::StatusCode::kUnimplemented);
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_TRUE(validateSpirv(k->words).ok());
+  EXPECT_EQ(k->anchorMember, 1);
+  EXPECT_EQ(k->kind, OpKind::QuantizedMatmul);
+  ASSERT_EQ(k->numBindings(), 9u);
+  EXPECT_EQ(k->bindingMembers, (std::vector<uint8_t>{0, 0, 0, 1, 1, 1, 2, 2, 2}));
+  EXPECT_EQ(k->bindingOperands, (std::vector<uint8_t>{0, 1, 2, 0, 1, 2, 0, 1, 2}));
+  EXPECT_EQ(k->bindings[0], SpirvBindingKind::Vec4); // the norm's input feeds the products
+  EXPECT_EQ(k->bindings[3], SpirvBindingKind::Word); // W
+  EXPECT_EQ(k->pushConstantMembers, (std::vector<uint8_t>{0, 1, 1, 2}));
+  EXPECT_EQ(k->pushConstantInts, (std::vector<uint8_t>{0, 0, 1, 0}));
+  std::array<int64_t, 5> anchorInts{64, 256, 0, 0, 0};
+  EXPECT_EQ(k->grid(anchorInts.data()), (std::array<uint32_t, 3>{16, 1, 1}));
 }
 
 TEST(SpirvCompilerTest, InjectedFailureIsAnError) {

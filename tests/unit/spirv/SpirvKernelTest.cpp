@@ -1,6 +1,7 @@
 // SpirvKernelTest.cpp - runs every generated SPIR-V kernel on the machine's Vulkan device
 // (lavapipe in CI) against executeReference on random inputs with poisoned outputs, under the
 // Khronos validation layer: any warning or error it reports fails the test.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -91,6 +92,85 @@ protected:
     ASSERT_TRUE(status.ok()) << what << ": " << status;
     runReference(op, ref);
     expectSameResults(op, out, ref, what);
+  }
+
+  /// Runs the fused kernel of `members` (prologue, anchor at `anchor`, epilogue; slot handles)
+  /// and the reference of each member in order on equal buffers; slots in `poisoned` start as
+  /// poison (the outputs), the others random, and every written range is compared by NMSE.
+  void checkFused(const std::vector<OpCall> &members, size_t anchor,
+                  const std::vector<uint32_t> &poisoned, const std::string &what) {
+    codegen::KernelSpec spec;
+    for (size_t m = 0; m < members.size(); ++m) {
+      codegen::OpShape shape = codegen::shapeOf(members[m], 0);
+      if (m < anchor)
+        spec.prologue.push_back(shape);
+      else if (m == anchor)
+        spec.anchor = shape;
+      else
+        spec.epilogue.push_back(shape);
+    }
+    absl::StatusOr<SpirvKernel> k = codegen::buildSpirvKernel(spec, target());
+    ASSERT_TRUE(k.ok()) << what << ": " << k.status();
+    std::mt19937 rng(7);
+    std::vector<uint64_t> sizes;
+    for (const OpCall &op : members) {
+      std::vector<uint64_t> s = fittingSizes(op);
+      sizes.resize(std::max(sizes.size(), s.size()), 0);
+      for (size_t i = 0; i < s.size(); ++i)
+        sizes[i] = std::max(sizes[i], s[i]);
+    }
+    OpBuffers out;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      bool poison = std::find(poisoned.begin(), poisoned.end(), i) != poisoned.end();
+      std::vector<uint8_t> b =
+          poison ? poisonBytes(sizes[i]) : floatBytes(randomFloats((sizes[i] + 3) / 4, rng));
+      b.resize(sizes[i]);
+      out.bytes.push_back(std::move(b));
+    }
+    const OpCall &qm = members[anchor];
+    std::vector<uint8_t> weights = randomWeights(qm.dtype, qm.ints[0], qm.ints[1], rng);
+    std::memcpy(out.bytes[slotOfOperand(qm, 0)].data(), weights.data(), weights.size());
+    OpBuffers ref = out;
+    VkDispatch d;
+    d.words = &k->words;
+    int64_t ints[5];
+    for (int i = 0; i < 5; ++i)
+      ints[i] = static_cast<int64_t>(members[k->anchorMember].ints[i]);
+    d.grid = k->grid(ints);
+    for (size_t j = 0; j < k->pushConstantInts.size(); ++j) {
+      auto word =
+          static_cast<uint32_t>(members[k->pushConstantMembers[j]].ints[k->pushConstantInts[j]]);
+      const auto *bytes = reinterpret_cast<const uint8_t *>(&word);
+      d.pushConstants.insert(d.pushConstants.end(), bytes, bytes + 4);
+    }
+    for (uint32_t i = 0; i < k->numBindings(); ++i)
+      d.bindingBuffers.push_back(
+          slotOfOperand(members[k->bindingMembers[i]], k->bindingOperands[i]));
+    absl::Status status = runner_->run(d, out.bytes);
+    ASSERT_TRUE(status.ok()) << what << ": " << status;
+    for (const OpCall &op : members)
+      runReference(op, ref);
+    std::vector<std::vector<bool>> written(sizes.size());
+    for (size_t i = 0; i < sizes.size(); ++i)
+      written[i].assign(sizes[i], false);
+    for (const OpCall &op : members)
+      for (const BufferAccess &a : *opAccesses(op)) {
+        if (!a.write)
+          continue;
+        uint32_t s = slotOfOperand(op, a.bufferIndex);
+        std::vector<float> of = bytesFloats({out.bytes[s].data() + a.offset, a.size});
+        std::vector<float> rf = bytesFloats({ref.bytes[s].data() + a.offset, a.size});
+        EXPECT_TRUE(nmseWithin<float>(of, rf, kF32Tolerance))
+            << what << ": " << opInfo(op.kind).name << "'s output, slot " << s;
+        for (uint64_t b = a.offset; b < a.offset + a.size; ++b)
+          written[s][b] = true;
+      }
+    for (size_t i = 0; i < sizes.size(); ++i)
+      for (size_t b = 0; b < sizes[i]; ++b)
+        if (!written[i][b] && out.bytes[i][b] != ref.bytes[i][b]) {
+          ADD_FAILURE() << what << ": slot " << i << " byte " << b << " changed";
+          break;
+        }
   }
 
   static VkRunner *runner_;
@@ -188,6 +268,42 @@ TEST_F(SpirvKernelTest, QuantizedMatmulEveryDType) {
                 what + " (n_cols at run time)", /*paramMask=*/0b11);
       }
   }
+}
+
+TEST_F(SpirvKernelTest, FusedRmsNormQuantizedMatmul) {
+  // rms_norm(x=0, g=1, xn=2) -> quantized_matmul(W=3, xn=2, out=4)
+  for (DType dtype : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::F16})
+    for (uint32_t nCols : {256u, 1024u}) {
+      uint32_t rows = 37;
+      checkFused({ops::rmsNorm(slot(0), slot(1), slot(2), nCols, 1e-5f),
+                  ops::quantizedMatmul(slot(3), slot(2), slot(4), rows, nCols, dtype)},
+                 1, {2, 4}, std::string("rms_norm -> quantized_matmul ") + dtypeName(dtype));
+    }
+}
+
+TEST_F(SpirvKernelTest, FusedQuantizedMatmulEpilogues) {
+  // Residual: quantized_matmul(W=0, x=1, y=2) -> add(y=2, residual=3, out=4).
+  checkFused({ops::quantizedMatmul(slot(0), slot(1), slot(2), 70, 512, DType::Q4_0),
+              ops::add(slot(2), slot(3), slot(4), 70)},
+             0, {2, 4}, "quantized_matmul -> add");
+  // SwiGLU's tail on the gate: silu(gate) * up.
+  checkFused({ops::quantizedMatmul(slot(0), slot(1), slot(2), 70, 256, DType::Q6_K),
+              ops::silu(slot(2), slot(3), 70), ops::elementMul(slot(3), slot(4), slot(5), 70)},
+             0, {2, 3, 5}, "quantized_matmul -> silu -> element_mul");
+  // Norm, product and residual in one kernel.
+  checkFused({ops::rmsNorm(slot(0), slot(1), slot(2), 512, 1e-6f),
+              ops::quantizedMatmul(slot(3), slot(2), slot(4), 40, 512, DType::Q8_0),
+              ops::add(slot(4), slot(5), slot(6), 40)},
+             1, {2, 4, 6}, "rms_norm -> quantized_matmul -> add");
+}
+
+TEST_F(SpirvKernelTest, UnsupportedFusionIsUnimplemented) {
+  codegen::KernelSpec spec =
+      codegen::singleOpSpec(ops::quantizedMatmul(slot(0), slot(1), slot(2), 8, 64, DType::Q4_0), 0);
+  spec.epilogue.push_back(codegen::shapeOf(ops::rope(slot(2), slot(3), 1, 8, 1e4f, 1, 0), 0));
+  absl::StatusOr<SpirvKernel> k = codegen::buildSpirvKernel(spec, target());
+  ASSERT_FALSE(k.ok());
+  EXPECT_EQ(k.status().code(), absl::StatusCode::kUnimplemented) << k.status();
 }
 
 } // namespace

@@ -3,6 +3,8 @@
 #ifndef SINTER_TESTS_UNIT_VULKAN_VULKANTESTUTIL_H
 #define SINTER_TESTS_UNIT_VULKAN_VULKANTESTUTIL_H
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -16,9 +18,16 @@
 namespace sinter::runtime::vulkan::test {
 
 /// A device with the validation layer on; null (and the test is skipped with the reason) only
-/// when the machine has no Vulkan driver at all.
+/// when the machine has no Vulkan driver at all. SINTER_VK_VALIDATION=0 runs without the layer
+/// (for a machine that lacks it, e.g. the H200 runs of bench/vulkan/run-h200.sh), saying so once.
 inline std::unique_ptr<VulkanDevice> makeDevice(VulkanDeviceOptions options = {}) {
-  options.validation = true;
+  const char *env = std::getenv("SINTER_VK_VALIDATION");
+  options.validation = !(env && std::string(env) == "0");
+  static bool told = false;
+  if (!options.validation && !told) {
+    told = true;
+    std::fprintf(stderr, "note: SINTER_VK_VALIDATION=0: Vulkan tests run without validation\n");
+  }
   auto device = VulkanDevice::create(options);
   if (!device.ok()) {
     EXPECT_EQ(device.status().code(), absl::StatusCode::kUnavailable) << device.status();
@@ -36,7 +45,10 @@ inline std::unique_ptr<VulkanDevice> makeDevice(VulkanDeviceOptions options = {}
 inline KernelBinary loadKernel(const std::string &name, uint32_t numBuffers,
                                uint32_t pushConstantBytes, uint32_t localX = 64) {
   KernelBinary k;
-  std::ifstream in(std::string(SINTER_VK_TEST_SPV_DIR) + "/" + name + ".spv", std::ios::binary);
+  // SINTER_VK_TEST_SPV_DIR overrides the build's folder (binaries carried to another machine).
+  const char *dir = std::getenv("SINTER_VK_TEST_SPV_DIR");
+  std::ifstream in(std::string(dir && *dir ? dir : SINTER_VK_TEST_SPV_DIR) + "/" + name + ".spv",
+                   std::ios::binary);
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_FALSE(bytes.empty()) << "missing " << name << ".spv";
   k.spirv.resize(bytes.size() / 4);

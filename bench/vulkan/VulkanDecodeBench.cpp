@@ -1,0 +1,155 @@
+// VulkanDecodeBench.cpp - the `vulkan` backend decoding synthetic Q4_0 models at position 256:
+// fused, lazy-unfused and eager side by side, with device kernel time and effective bandwidth.
+//
+// Presets come from SINTER_BENCH_PRESETS (default "tinyllama-1.1b,llama-7b"; "micro" for a quick
+// check on lavapipe). As in bench/CpuDecodeBench.cpp, a timed step is Decoder::step at position
+// 256 after warm-up steps at 254..256 compiled the plans; bytes per token are the weights read
+// once plus the K and V caches up to the position. `hbm_fraction` divides the effective bandwidth
+// by SINTER_PEAK_GBPS (default 4800, an H200's HBM3e); `kernel_ms` is the device time of the
+// kernels per token from timestamps (SINTER_STATS=1 turns them on, and prints per kernel).
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "absl/strings/str_split.h"
+#include "backends/EagerBackend.h"
+#include "backends/VulkanBackend.h"
+#include "runtime/LazyBackend.h"
+#include "tools/model/Decoder.h"
+#include "tools/model/Synthetic.h"
+
+namespace sinter {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr uint32_t kPosition = 256;
+
+const model::ModelWeights &weightsOf(const std::string &preset) {
+  static std::map<std::string, model::ModelWeights> *cache =
+      new std::map<std::string, model::ModelWeights>();
+  auto found = cache->find(preset);
+  if (found != cache->end())
+    return found->second;
+  model::SyntheticOptions so;
+  so.dtype = DType::Q4_0;
+  auto w = model::generatePreset(preset, so);
+  if (!w.ok()) {
+    std::fprintf(stderr, "bench: %s\n", std::string(w.status().message()).c_str());
+    std::abort();
+  }
+  return cache->emplace(preset, std::move(*w)).first->second;
+}
+
+uint64_t bytesPerToken(const model::ModelWeights &w, uint32_t pos) {
+  uint64_t bytes = 0;
+  for (const model::LayerWeights &l : w.layers)
+    for (const model::WeightTensor *t :
+         {&l.attnNorm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffnNorm, &l.gate, &l.up, &l.down})
+      bytes += t->data.size();
+  bytes += w.outputNorm.data.size();
+  const model::WeightTensor &embedding = w.tokenEmbedding;
+  bytes += w.sharedClassifier() ? embedding.data.size() : w.output.data.size();
+  bytes += embedding.data.size() / std::max<uint64_t>(embedding.rows, 1);
+  bytes += 2ull * w.config.nLayers * (pos + 1) * w.config.kvDim() * 4;
+  return bytes;
+}
+
+runtime::LazyStats statsOf(ComputeBackend &backend) {
+  if (auto *lazy = dynamic_cast<runtime::LazyBackend *>(&backend))
+    return lazy->stats();
+  if (auto *eager = dynamic_cast<EagerBackend *>(&backend))
+    return eager->stats();
+  return {};
+}
+
+enum class Mode { Fused, Unfused, Eager };
+
+void BM_VulkanDecode(benchmark::State &state, std::string preset, Mode mode) {
+  const model::ModelWeights &weights = weightsOf(preset);
+  BackendOptions options;
+  options.kind = "vulkan";
+  options.fusion = mode == Mode::Fused;
+  options.eager = mode == Mode::Eager;
+  VulkanBackendOptions vulkan;
+  vulkan.stats = std::make_shared<runtime::vulkan::VulkanStatsSink>();
+  absl::StatusOr<std::unique_ptr<ComputeBackend>> backend = createVulkanBackend(options, vulkan);
+  if (!backend.ok()) {
+    state.SkipWithError(std::string(backend.status().message()).c_str());
+    return;
+  }
+  model::DecoderOptions dopts;
+  dopts.maxContext = kPosition + 1;
+  auto decoder = model::Decoder::create(**backend, weights, dopts);
+  if (!decoder.ok()) {
+    state.SkipWithError(std::string(decoder.status().message()).c_str());
+    return;
+  }
+  std::vector<float> logits(weights.config.vocabSize);
+  for (uint32_t pos = kPosition - 2; pos <= kPosition; ++pos)
+    if (absl::Status s = (*decoder)->step(1, pos, absl::MakeSpan(logits)); !s.ok()) {
+      state.SkipWithError(std::string(s.message()).c_str());
+      return;
+    }
+  runtime::LazyStats before = statsOf(**backend);
+  runtime::vulkan::VulkanCompilerStats vkBefore = vulkan.stats->get();
+  auto start = Clock::now();
+  for (auto _ : state) {
+    absl::Status s = (*decoder)->step(1, kPosition, absl::MakeSpan(logits));
+    if (!s.ok()) {
+      state.SkipWithError(std::string(s.message()).c_str());
+      return;
+    }
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  runtime::LazyStats after = statsOf(**backend);
+  runtime::vulkan::VulkanCompilerStats vkAfter = vulkan.stats->get();
+  const double bytes = double(bytesPerToken(weights, kPosition));
+  const double tokens = double(state.iterations());
+  const char *peakEnv = std::getenv("SINTER_PEAK_GBPS");
+  const double peak = peakEnv ? std::atof(peakEnv) : 4800.0;
+  state.counters["tokens_per_s"] = benchmark::Counter(tokens, benchmark::Counter::kIsRate);
+  state.counters["GB_per_s"] =
+      benchmark::Counter(tokens * bytes / 1e9, benchmark::Counter::kIsRate);
+  state.counters["hbm_fraction"] = tokens * bytes / seconds / 1e9 / peak;
+  state.counters["MB_per_token"] = bytes / 1e6;
+  state.counters["kernels_per_token"] =
+      double(after.kernelsLaunched - before.kernelsLaunched) / tokens;
+  state.counters["dispatches_per_token"] =
+      double(vkAfter.dispatches - vkBefore.dispatches) / tokens;
+  state.counters["submits_per_token"] = double(vkAfter.submissions - vkBefore.submissions) / tokens;
+  state.counters["barriers_per_token"] = double(vkAfter.barriers - vkBefore.barriers) / tokens;
+  state.counters["kernel_ms"] = (vkAfter.kernelSeconds - vkBefore.kernelSeconds) * 1e3 / tokens;
+  state.counters["plan_misses"] = double(after.cache.misses - before.cache.misses);
+}
+
+void registerAll() {
+  const char *env = std::getenv("SINTER_BENCH_PRESETS");
+  std::string presets = env && *env ? env : "tinyllama-1.1b,llama-7b";
+  for (absl::string_view p : absl::StrSplit(presets, ',', absl::SkipEmpty())) {
+    std::string preset(p);
+    for (auto [mode, name] : {std::pair{Mode::Fused, "fused"}, std::pair{Mode::Unfused, "unfused"},
+                              std::pair{Mode::Eager, "eager"}}) {
+      benchmark::RegisterBenchmark(("BM_VulkanDecode/" + preset + "/" + name).c_str(),
+                                   BM_VulkanDecode, preset, mode)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime()
+          ->MinTime(2);
+    }
+  }
+}
+
+} // namespace
+} // namespace sinter
+
+int main(int argc, char **argv) {
+  benchmark::Initialize(&argc, argv);
+  sinter::registerAll();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# bench/vulkan/run-h200.sh - on an NVIDIA GPU machine: the Vulkan tests and the decode benchmark.
+#
+# Runs in the repository root of the device machine, with `.gl` (the Vulkan loader debs,
+# /work/.library/device/README.md) and `.carry` (made here by bench/vulkan/pack-h200.sh: binaries,
+# their libraries, test kernels, stories260K.bin) carried. Unpacks both, points the loader at the
+# NVIDIA driver, runs the Vulkan unit tests, the vulkan rows of the conformance table and
+# stories260K token for token, then the decode benchmark (tinyllama-1.1b and llama-7b, synthetic
+# Q4_0, position 256; fused, unfused, eager), and writes into $OUT (at most 8 files come back):
+#   summary.json       per test binary: passed/failed/skipped and failing names; the benchmark rows
+#   vulkan-decode.json Google Benchmark's JSON
+#   tests.log          the test binaries' output
+#   stats.log          SINTER_STATS=1 of a few fused tinyllama tokens: per-kernel device times
+# One device call (the timeouts below keep it inside the 600 s limit):
+#   run(command="bash bench/vulkan/run-h200.sh", carry=[".gl", ".carry"], timeout_s=600)
+# `bash bench/vulkan/run-h200.sh tests` or `... bench` runs one half (two calls, more slack).
+# SINTER_BENCH_PRESETS, SINTER_BENCH_MIN_TIME (seconds per benchmark, default 2) and
+# SINTER_VK_VALIDATION (default 0 unless the layer was packed) change what runs.
+set -uo pipefail
+what=${1:-all}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+out=${OUT:-$root/bench/results/vulkan-h200}
+mkdir -p "$out"
+log="$out/tests.log"
+: >"$log"
+say() { echo "run-h200: $*" | tee -a "$log" >&2; }
+
+# 1. The Vulkan loader (and the GL libraries beside it) from the carried debs.
+if compgen -G "$root/.gl/*.deb" >/dev/null; then
+  for f in "$root"/.gl/*.deb; do dpkg -x "$f" /; done
+  ldconfig
+fi
+ldconfig -p | grep -c 'libvulkan.so.1' >/dev/null || say "warning: no libvulkan.so.1 after unpacking .gl"
+
+# 2. Binaries and libraries built here (pack-h200.sh). Python's tarfile needs no xz binary.
+dest=${SINTER_UNPACK_DIR:-/opt/sinter}
+mkdir -p "$dest"
+python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+  "$root/.carry/vulkan-h200.tar.xz" "$dest" || { say "cannot unpack .carry/vulkan-h200.tar.xz"; exit 1; }
+export LD_LIBRARY_PATH="$dest/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export SINTER_VK_TEST_SPV_DIR="$dest/spv" SINTER_SHARED_DIR="$dest/shared"
+if compgen -G "$dest/layers/*.json" >/dev/null; then
+  export VK_LAYER_PATH="$dest/layers"
+  export SINTER_VK_VALIDATION=${SINTER_VK_VALIDATION:-1}
+else
+  export SINTER_VK_VALIDATION=${SINTER_VK_VALIDATION:-0}
+fi
+
+# 3. The NVIDIA ICD: the standard places first, then where this workplace's images keep it.
+if ! ls /etc/vulkan/icd.d/nvidia*.json /usr/share/vulkan/icd.d/nvidia*.json >/dev/null 2>&1; then
+  icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+  [ -f "$icd" ] && export VK_DRIVER_FILES=$icd
+  egl=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+  [ -f "$egl" ] && export __EGL_VENDOR_LIBRARY_FILENAMES=$egl
+fi
+export SINTER_VK_DEVICE=${SINTER_VK_DEVICE:-nvidia}
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >>"$log" 2>&1 || true
+
+# 4. Tests, each with its gtest JSON (folded into summary.json below).
+tests=(VulkanDeviceTest VulkanRuntimeTest VulkanBackendTest VulkanStories260KTest ConformanceTest)
+[ "$what" = bench ] && tests=()
+for t in "${tests[@]}"; do
+  filter='*'
+  [ "$t" = ConformanceTest ] && filter='*vulkan*'
+  say "== $t"
+  timeout 45 "$dest/bin/$t" --gtest_filter="$filter" --gtest_output="json:/tmp/sinter-$t.json" \
+    >>"$log" 2>&1
+  say "$t exit $?"
+done
+
+# 5. The decode benchmark, then a few SINTER_STATS tokens for per-kernel times.
+if [ "$what" != tests ]; then
+  say "== sinter-bench-vulkan-decode"
+  timeout 300 "$dest/bin/sinter-bench-vulkan-decode" \
+    --benchmark_min_time="${SINTER_BENCH_MIN_TIME:-2}" \
+    --benchmark_out="$out/vulkan-decode.json" --benchmark_out_format=json >>"$log" 2>&1
+  say "bench exit $?"
+  SINTER_STATS=1 timeout 40 "$dest/bin/sinter-run" --synthetic tinyllama-1.1b --dtype q4_0 \
+    --backend vulkan --steps 4 >"$out/stats.log" 2>&1
+  say "stats run exit $?"
+fi
+
+# 6. summary.json: test counts and benchmark rows side by side.
+python3 - "$out" ${tests[@]+"${tests[@]}"} <<'PY'
+import json, os, sys
+out, names = sys.argv[1], sys.argv[2:]
+summary = {"tests": {}, "bench": []}
+for name in names:
+    path = f"/tmp/sinter-{name}.json"
+    if not os.path.exists(path):
+        summary["tests"][name] = {"error": "no gtest output (crashed or timed out)"}
+        continue
+    data = json.load(open(path))
+    cases = [t for s in data.get("testsuites", []) for t in s.get("testsuite", [])]
+    failed = [c["classname"] + "." + c["name"] for c in cases if c.get("failures")]
+    skipped = [c for c in cases if c.get("result") == "SKIPPED"]
+    summary["tests"][name] = {"total": len(cases), "failed": len(failed),
+                              "skipped": len(skipped), "passed": len(cases) - len(failed) - len(skipped),
+                              "failing": failed[:50]}
+bench = os.path.join(out, "vulkan-decode.json")
+if os.path.exists(bench):
+    for b in json.load(open(bench)).get("benchmarks", []):
+        row = {k: v for k, v in b.items() if k in ("name", "real_time", "time_unit", "error_message",
+               "tokens_per_s", "GB_per_s", "hbm_fraction", "MB_per_token", "kernels_per_token",
+               "dispatches_per_token", "submits_per_token", "barriers_per_token", "kernel_ms",
+               "plan_misses")}
+        summary["bench"].append(row)
+json.dump(summary, open(os.path.join(out, "summary.json"), "w"), indent=1)
+print(json.dumps(summary, indent=1))
+PY

@@ -5,8 +5,8 @@
 #include "backends/VulkanBackend.h"
 
 #include <cmath>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 
 #include "VulkanTestUtil.h"
@@ -77,10 +77,11 @@ protected:
     return o;
   }
 
-  ComputeBackend &make(bool fusion = false, uint64_t memoryLimit = 0) {
+  ComputeBackend &make(bool fusion = false, uint64_t memoryLimit = 0, bool eager = false) {
     BackendOptions options;
     options.kind = "vulkan";
     options.fusion = fusion;
+    options.eager = eager;
     options.memoryLimitBytes = memoryLimit;
     VulkanBackendOptions vulkan;
     vulkan.device = device_;
@@ -364,6 +365,22 @@ TEST_F(VulkanBackendTest, FusedKernelsFallBackToTheirMembers) {
   }
   EXPECT_LE(nmse(results[0], results[1]), 1e-7);
   EXPECT_EQ(stats_->get().dispatches, 3u);
+}
+
+TEST_F(VulkanBackendTest, EagerModeRunsAndWaitsForEveryCall) {
+  ComputeBackend &b = make(/*fusion=*/false, /*memoryLimit=*/0, /*eager=*/true);
+  EXPECT_EQ(b.name(), "sinter-vulkan-eager");
+  const uint32_t n = 200;
+  std::vector<float> a = random(n, 21);
+  BufferHandle ha = buffer(b, a), x = b.allocate(n * 4).value(), y = b.allocate(n * 4).value();
+  ASSERT_TRUE(b.add(ha, ha, x, n).ok());
+  EXPECT_EQ(stats_->get().submissions, 1u) << "ran before add returned";
+  ASSERT_TRUE(b.elementMul(x, ha, y, n).ok());
+  EXPECT_EQ(stats_->get().submissions, 2u);
+  std::vector<float> got = read(b, y, n);
+  for (uint32_t i = 0; i < n; ++i)
+    ASSERT_EQ(got[i], (a[i] + a[i]) * a[i]) << i;
+  EXPECT_EQ(stats_->get().barriers, 0u) << "one op per command buffer";
 }
 
 TEST_F(VulkanBackendTest, StatsModeTimesEveryKernel) {

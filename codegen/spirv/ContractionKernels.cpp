@@ -7,6 +7,7 @@
 // group. matmul and attn_value have one invocation per output element.
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "codegen/ElementwiseMath.h"
@@ -82,10 +83,12 @@ Value groupSum(Emitter &e, llvm::ArrayRef<Value> vectors, bool squares) {
   return sum;
 }
 
-// quantized_matmul(W, x, out, n_rows, n_cols, dtype): subgroup s of workgroup g computes row
-// g * (workgroup / S) + s; lane l takes blocks l, l + S, ... With an rms_norm prologue x is the
-// norm's input times its weight, and the row's sum is scaled by 1 / rms at the end; an epilogue
-// of element-wise members is applied to each output as it is stored.
+// quantized_matmul(W, x, out, n_rows, n_cols, dtype): subgroup s of workgroup g computes rows
+// R (g * (workgroup / S) + s) .. + R - 1 (R = plan.rowsPerSubgroup); lane l takes steps l, l + S,
+// ... of P blocks each (P = plan.blocksPerStep), decoding the same blocks of its R rows against
+// one load of x. With an rms_norm prologue x is the norm's input times its weight, and each row's
+// sum is scaled by 1 / rms at the end; an epilogue of element-wise members is applied to each
+// output as it is stored.
 void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
   Value w = e.buffer(0), out = e.buffer(2);
   Value nRows = e.intArg(op, 0), nCols = e.intArg(op, 1);
@@ -96,46 +99,65 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
   bool scalar = isScalarFormat(op.dtype);
   int64_t elementBytes = dtypeInfo(op.dtype).bytesPerBlock; // scalar formats only
   uint32_t lanes = e.target.subgroupSize;
-  int64_t alignment = alignmentOf(layout.blockBytes);
+  const int64_t rows = e.plan.rowsPerSubgroup, step = e.plan.blocksPerStep;
+  int64_t alignment = alignmentOf(layout.blockBytes * step);
   if (scalar)
     alignment = op.isStatic(1) ? alignmentOf(op.ints[1] * elementBytes) : elementBytes;
   alignment = std::min<int64_t>(alignment, 4);
   Value nBlocks = e.divu(nCols, e.ci(layout.blockWeights));
   Value bytesPerRow =
       scalar ? e.mul(nCols, e.ci(elementBytes)) : e.mul(nBlocks, e.ci(layout.blockBytes));
-  Value rowsPerGroup = e.ci(e.plan.workgroupSize / lanes);
+  Value subgroupsPerGroup = e.ci(e.plan.workgroupSize / lanes);
   Value group = e.groupId(), subgroup = e.subgroupId();
-  Value row = e.add(e.mul(group, rowsPerGroup), subgroup);
+  Value firstRow = e.mul(e.add(e.mul(group, subgroupsPerGroup), subgroup), e.ci(rows));
   Value lane = e.laneId();
-  e.ifThen(e.ult(row, nRows), [&] {
-    Value rowBase = e.mul(row, bytesPerRow);
-    // iters: the dot product, and the sum of squares of the norm's input.
-    auto accs = e.forLoop(lane, nBlocks, e.ci(lanes), ValueRange{e.cf(0.0), e.cf(0.0)},
-                          [&](Value blk, ValueRange iters) {
-                            Value sum = iters[0], squares = iters[1];
-                            Value block = e.add(rowBase, e.mul(blk, e.ci(layout.blockBytes)));
-                            Value firstColumn = e.mul(blk, e.ci(layout.blockWeights));
-                            WordReader reader(e, w, alignment);
-                            for (int64_t g = 0; g < layout.groupsPerBlock(); ++g) {
-                              WeightGroup wg =
-                                  emitWeightGroup(e.b, e.loc, reader, op.dtype, block, g);
-                              Value first = e.add(firstColumn, e.ci(g * layout.groupWeights));
-                              GroupInput gi = loadGroupInput(e, x4, g4, first, layout.groupWeights);
-                              Value dot = groupDot(e, wg.q, gi);
-                              sum = wg.scale ? e.fma(dot, wg.scale, sum) : e.fadd(sum, dot);
-                              if (wg.bias)
-                                sum = e.fma(groupSum(e, gi.x, false), wg.bias, sum);
-                              if (norm)
-                                squares = e.fadd(squares, groupSum(e, gi.in, true));
-                            }
-                            return llvm::SmallVector<Value>{sum, squares};
-                          });
-    if (scalar) { // columns past the last whole pseudo-block
+  e.ifThen(e.ult(firstRow, nRows), [&] {
+    // Rows past the end read the last row again (uniformly) and store nothing.
+    Value lastRow = e.sub(nRows, e.ci(1));
+    llvm::SmallVector<Value, 4> rowBases;
+    for (int64_t r = 0; r < rows; ++r)
+      rowBases.push_back(e.mul(e.minu(e.add(firstRow, e.ci(r)), lastRow), bytesPerRow));
+    // iters: one dot product per row, then the sum of squares of the norm's input.
+    llvm::SmallVector<Value, 5> inits(rows + 1, e.cf(0.0));
+    auto accs = e.forLoop(
+        lane, e.divu(nBlocks, e.ci(step)), e.ci(lanes), inits, [&](Value s, ValueRange iters) {
+          llvm::SmallVector<Value> next(iters.begin(), iters.end());
+          Value firstBlock = e.mul(s, e.ci(step));
+          llvm::SmallVector<std::unique_ptr<WordReader>, 4> readers;
+          llvm::SmallVector<Value, 4> bases;
+          for (int64_t r = 0; r < rows; ++r) {
+            readers.push_back(std::make_unique<WordReader>(e, w, alignment));
+            bases.push_back(e.add(rowBases[r], e.mul(firstBlock, e.ci(layout.blockBytes))));
+          }
+          for (int64_t p = 0; p < step; ++p) {
+            Value firstColumn = e.mul(e.add(firstBlock, e.ci(p)), e.ci(layout.blockWeights));
+            for (int64_t g = 0; g < layout.groupsPerBlock(); ++g) {
+              Value first = e.add(firstColumn, e.ci(g * layout.groupWeights));
+              GroupInput gi = loadGroupInput(e, x4, g4, first, layout.groupWeights);
+              Value xSum;
+              for (int64_t r = 0; r < rows; ++r) {
+                readers[r]->setOffset(p * layout.blockBytes);
+                WeightGroup wg = emitWeightGroup(e.b, e.loc, *readers[r], op.dtype, bases[r], g);
+                Value dot = groupDot(e, wg.q, gi);
+                next[r] = wg.scale ? e.fma(dot, wg.scale, next[r]) : e.fadd(next[r], dot);
+                if (wg.bias) {
+                  if (!xSum)
+                    xSum = groupSum(e, gi.x, false);
+                  next[r] = e.fma(xSum, wg.bias, next[r]);
+                }
+              }
+              if (norm)
+                next[rows] = e.fadd(next[rows], groupSum(e, gi.in, true));
+            }
+          }
+          return next;
+        });
+    if (scalar) { // columns past the last whole pseudo-block (scalar formats have rows == 1)
       Value tailBegin = e.add(e.mul(nBlocks, e.ci(layout.blockWeights)), lane);
       accs = e.forLoop(tailBegin, nCols, e.ci(lanes), ValueRange{accs[0], accs[1]},
                        [&](Value c, ValueRange it) {
                          WordReader reader(e, w, alignment);
-                         Value element = e.add(rowBase, e.mul(c, e.ci(elementBytes)));
+                         Value element = e.add(rowBases[0], e.mul(c, e.ci(elementBytes)));
                          Value weight = emitScalarWeight(e.b, e.loc, reader, op.dtype, element);
                          auto at = [&](Value v4) {
                            return e.b.create<mlir::vector::ExtractElementOp>(
@@ -149,14 +171,17 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
                          return llvm::SmallVector<Value>{e.fma(weight, x, it[0]), squares};
                        });
     }
-    Value total = e.clusterSum(accs[0], lanes);
+    llvm::SmallVector<Value, 4> totals;
+    for (int64_t r = 0; r < rows; ++r)
+      totals.push_back(e.clusterSum(accs[r], lanes));
     if (norm) {
       Value size = e.memberInt(0, *norm, 0);
       Value sizeF = e.b.create<arith::UIToFPOp>(e.loc, e.f32(), e.toI32(size));
-      Value mean = e.b.create<arith::DivFOp>(e.loc, e.clusterSum(accs[1], lanes), sizeF);
+      Value mean = e.b.create<arith::DivFOp>(e.loc, e.clusterSum(accs[rows], lanes), sizeF);
       Value root = e.b.create<mlir::math::SqrtOp>(e.loc, e.fadd(mean, e.cf(norm->scalar())));
       Value scale = e.b.create<arith::DivFOp>(e.loc, e.cf(1.0), root);
-      total = e.fmul(total, scale);
+      for (Value &t : totals)
+        t = e.fmul(t, scale);
       // The normalized vector is still stored (the host or a later op may read it): by the
       // first subgroup of the first workgroup.
       Value first =
@@ -172,20 +197,24 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
         });
       });
     }
-    e.ifThen(e.ult(lane, e.ci(1)), [&] {
-      e.store(total, out, row);
-      Value v = total;
-      int first = static_cast<int>(spec.prologue.size()) + 1;
-      for (size_t j = 0; j < spec.epilogue.size(); ++j) {
-        int m = first + static_cast<int>(j);
-        OpKind kind = spec.epilogue[j].kind;
-        llvm::SmallVector<Value, 2> inputs{v};
-        if (kind != OpKind::Silu)
-          inputs.push_back(e.load(e.memberBuffer(m, 1), row));
-        v = emitElementwise(e.b, e.loc, kind, inputs, MathTarget::Gpu);
-        e.store(v, e.memberBuffer(m, kind == OpKind::Silu ? 1 : 2), row);
-      }
-    });
+    for (int64_t r = 0; r < rows; ++r) {
+      Value row = e.add(firstRow, e.ci(r));
+      Value store = e.b.create<arith::AndIOp>(e.loc, e.ult(lane, e.ci(1)), e.ult(row, nRows));
+      e.ifThen(store, [&] {
+        e.store(totals[r], out, row);
+        Value v = totals[r];
+        int first = static_cast<int>(spec.prologue.size()) + 1;
+        for (size_t j = 0; j < spec.epilogue.size(); ++j) {
+          int m = first + static_cast<int>(j);
+          OpKind kind = spec.epilogue[j].kind;
+          llvm::SmallVector<Value, 2> inputs{v};
+          if (kind != OpKind::Silu)
+            inputs.push_back(e.load(e.memberBuffer(m, 1), row));
+          v = emitElementwise(e.b, e.loc, kind, inputs, MathTarget::Gpu);
+          e.store(v, e.memberBuffer(m, kind == OpKind::Silu ? 1 : 2), row);
+        }
+      });
+    }
   });
 }
 

@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "codegen/Dequant.h"
 #include "codegen/ElementwiseMath.h"
 #include "codegen/spirv/SpirvEmitter.h"
 #include "codegen/spirv/SpirvTools.h"
@@ -62,10 +63,27 @@ KernelPlan planKernel(const OpShape &op, const SpirvTarget &target) {
   for (int i = 0; i < info.numBuffers; ++i)
     plan.bindings.push_back(SpirvBindingKind::F32);
   switch (op.kind) {
-  case OpKind::QuantizedMatmul:
+  case OpKind::QuantizedMatmul: {
     plan.bindings[0] = SpirvBindingKind::Word;
     plan.bindings[1] = SpirvBindingKind::Vec4;
-    [[fallthrough]];
+    plan.workgroupSize = std::min<uint32_t>(std::max<uint32_t>(128, lanes), maxGroup);
+    plan.threadsPerUnit = lanes;
+    QuantLayout layout = quantLayout(op.dtype);
+    if (!isScalarFormat(op.dtype)) {
+      // Two rows per subgroup halve the reads of x for the 32-weight formats (a K-quant block
+      // already gives a lane 256 weights, and twice its decoder would double the code). Pairs of
+      // 2-byte-aligned blocks (Q4_0, Q8_0, Q5_0, Q3_K, Q6_K) start at 4-byte boundaries when a row
+      // has an even number of blocks, so every field is cut from aligned words with constant
+      // shifts.
+      if (layout.blockWeights == 32)
+        plan.rowsPerSubgroup = 2;
+      if (layout.blockBytes % 4 == 2 && op.isStatic(1) &&
+          (op.ints[1] / layout.blockWeights) % 2 == 0)
+        plan.blocksPerStep = 2;
+    }
+    plan.unitsPerGroup = plan.workgroupSize / lanes * plan.rowsPerSubgroup;
+    break;
+  }
   case OpKind::AttnScore:
     // One subgroup per row; a few rows per workgroup keep the launch count low.
     plan.workgroupSize = std::min<uint32_t>(std::max<uint32_t>(128, lanes), maxGroup);

@@ -215,6 +215,7 @@ Value WordReader::alignedWord(Value block, int64_t i) {
 
 Value WordReader::field(Value block, int64_t byte, int64_t bits) {
   mlir::OpBuilder &b = e_.b;
+  byte += offset_;
   int64_t shift = 8 * (byte % 4);
   Value word = alignedWord(block, byte / 4);
   if (shift + bits > 32) { // straddles two words (a u32 at an offset that is not a multiple of 4)

@@ -32,6 +32,10 @@ struct KernelPlan {
   uint32_t unitsPerGroup = 1;
   /// Row-parallel kernels (quantized_matmul, attn_score): lanes cooperating on one unit.
   uint32_t threadsPerUnit = 1;
+  /// quantized_matmul: output rows per subgroup (x is loaded once for all of them), and blocks a
+  /// lane decodes per step (2 when 2-byte-aligned blocks then come in 4-byte-aligned pairs).
+  uint32_t rowsPerSubgroup = 1;
+  uint32_t blocksPerStep = 1;
   /// u32 words of the push-constant block (the op's integer arguments).
   uint32_t pushConstantWords = 0;
 };
@@ -136,6 +140,11 @@ public:
   WordReader(Emitter &e, mlir::Value words, int64_t alignment)
       : e_(e), words_(words), alignment_(alignment) {}
 
+  /// Reads block + offset + o for the offset o the dequantizer asks: lets a block at a static
+  /// distance from an aligned base (the second block of a Q4_0 pair) be read with static shifts,
+  /// sharing the base's cached words.
+  void setOffset(int64_t offset) { offset_ = offset; }
+
   mlir::Value loadBytes(mlir::OpBuilder &b, mlir::Location loc, mlir::Value block, int64_t offset,
                         int64_t count) override;
   mlir::Value loadU16(mlir::OpBuilder &b, mlir::Location loc, mlir::Value block, int64_t offset,
@@ -155,6 +164,7 @@ private:
   Emitter &e_;
   mlir::Value words_;
   int64_t alignment_;
+  int64_t offset_ = 0;
   mlir::Value block_;
   mlir::Value wordIndex_, shift_; ///< block / 4 and 8 * (block % 4) when not word-aligned
   std::map<int64_t, mlir::Value> raw_, aligned_;

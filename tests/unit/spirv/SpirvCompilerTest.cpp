@@ -144,7 +144,7 @@ TEST(SpirvCompilerTest, FusedKernelBindsEveryMember) {
   EXPECT_EQ(k->pushConstantMembers, (std::vector<uint8_t>{0, 1, 1, 2}));
   EXPECT_EQ(k->pushConstantInts, (std::vector<uint8_t>{0, 0, 1, 0}));
   std::array<int64_t, 5> anchorInts{64, 256, 0, 0, 0};
-  EXPECT_EQ(k->grid(anchorInts.data()), (std::array<uint32_t, 3>{16, 1, 1}));
+  EXPECT_EQ(k->grid(anchorInts.data()), (std::array<uint32_t, 3>{8, 1, 1})); // 8 rows a group
 }
 
 TEST(SpirvCompilerTest, InjectedFailureIsAnError) {
@@ -195,11 +195,14 @@ TEST(SpirvCompilerTest, GridCoversTheParallelDimension) {
       v[i] = static_cast<int64_t>(op.ints[i]);
     return v;
   };
-  // quantized_matmul: 4 rows (subgroups) per 128-invocation workgroup.
+  // quantized_matmul: 4 subgroups of 2 rows per 128-invocation workgroup; 1 row per subgroup
+  // for the scalar formats.
   OpCall qm = ops::quantizedMatmul(h(1), h(2), h(3), 4097, 256, DType::Q8_0);
   SpirvKernel k = build(qm);
-  EXPECT_EQ(k.unitsPerGroup, 4u);
-  EXPECT_EQ(k.grid(ints(qm).data()), (std::array<uint32_t, 3>{1025, 1, 1}));
+  EXPECT_EQ(k.unitsPerGroup, 8u);
+  EXPECT_EQ(k.grid(ints(qm).data()), (std::array<uint32_t, 3>{513, 1, 1}));
+  qm.dtype = DType::F16;
+  EXPECT_EQ(build(qm).unitsPerGroup, 4u);
   // element-wise: one element per invocation.
   OpCall add = ops::add(h(1), h(2), h(3), 1000);
   k = build(add);

@@ -2,7 +2,7 @@
 # bench/vulkan/pack-h200.sh - build here, pack for bench/vulkan/run-h200.sh on an H200 machine.
 #
 # The device machine has no compilers' dependencies (MLIR, LLVM, Abseil, GTest, the Vulkan
-# headers), so the Vulkan tests, the decode benchmark and sinter-run are built here (x86-64, the
+# headers), so the Vulkan tests and the decode benchmark are built here (x86-64, the
 # same as there) and carried: stripped binaries, every shared library they need that a bare
 # CUDA image lacks (ldd, minus glibc and the GCC runtime), the assembled test kernels and
 # stories260K.bin, as one .carry/vulkan-h200.tar.xz. The Vulkan loader travels as the .gl debs
@@ -17,7 +17,7 @@ build=${1:-$root/build-vk}
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 targets=(VulkanDeviceTest VulkanRuntimeTest VulkanBackendTest VulkanStories260KTest
-  ConformanceTest sinter-bench-vulkan-decode sinter-run)
+  ConformanceTest sinter-bench-vulkan-decode)
 nice ninja -C "$build" -j"${SINTER_JOBS:-2}" "${targets[@]}"
 mkdir -p "$stage/bin" "$stage/lib" "$stage/spv" "$stage/shared/models" "$stage/layers"
 for t in "${targets[@]}"; do
@@ -41,6 +41,8 @@ if [ "${SINTER_PACK_VALIDATION:-0}" = 1 ]; then
 fi
 mkdir -p "$root/.carry"
 grep -qx '/.carry/' "$root/.git/info/exclude" || echo '/.carry/' >>"$root/.git/info/exclude"
-tar -C "$stage" -cf - . | xz -9 -T"${SINTER_JOBS:-2}" >"$root/.carry/vulkan-h200.tar.xz"
+# One solid xz stream with a dictionary larger than any binary: the test binaries share most of
+# their (statically linked) code, so each after the first costs little.
+tar -C "$stage" -cf - . | xz --lzma2=preset=9e,dict=256MiB -T1 >"$root/.carry/vulkan-h200.tar.xz"
 du -sh "$stage" "$root/.carry/vulkan-h200.tar.xz"
 echo "pack: carry .carry and .gl; run: bash bench/vulkan/run-h200.sh"

@@ -75,8 +75,9 @@ if [ "$what" != tests ]; then
     --benchmark_min_time="${SINTER_BENCH_MIN_TIME:-2}" \
     --benchmark_out="$out/vulkan-decode.json" --benchmark_out_format=json >>"$log" 2>&1
   say "bench exit $?"
-  SINTER_STATS=1 timeout 40 "$dest/bin/sinter-run" --synthetic tinyllama-1.1b --dtype q4_0 \
-    --backend vulkan --steps 4 >"$out/stats.log" 2>&1
+  SINTER_STATS=1 SINTER_BENCH_PRESETS=tinyllama-1.1b timeout 40 \
+    "$dest/bin/sinter-bench-vulkan-decode" --benchmark_filter=fused --benchmark_min_time=0.01 \
+    >"$out/stats.log" 2>&1
   say "stats run exit $?"
 fi
 

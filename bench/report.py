@@ -8,6 +8,8 @@ OUT: bench/results). Python 3 standard library only.
     python3 bench/report.py --build build                  # stories260K + tinyllama-1.1b Q4_0
     python3 bench/report.py --build build --tiny --out /tmp/r   # seconds: what CTest runs
     python3 bench/report.py --build build --backends lazy,cpu --models stories260K:q4_0
+    SINTER_VK_DEVICE=nvidia python3 bench/report.py --backends cpu,vulkan --vulkan-gbps 4800 \
+        --models tinyllama-1.1b:q4_0,llama-7b:q4_0 --out bench/results/h200   # a GPU's HBM floor
 
 Per row:
   tokens/s          positions decoded / decode seconds, excluding the plan compilations the
@@ -244,13 +246,15 @@ def markdown(rows, bandwidth, how, argv, machine):
                                                             r["compile_s"])
         if r.get("dispatches"):
             note += "; kernels are Vulkan dispatches on %s" % r["device"]
+        if r["floor_bw"] != bandwidth:
+            note += "; floor: %.0f GB/s device bandwidth (--vulkan-gbps)" % (r["floor_bw"] / 1e9)
         if abs(r["computed_mb"] - r["model_mb"]) > 0.05 + 0.001 * r["model_mb"]:
             note += "; byte count %.1f MB differs from sinter-run's %.1f MB" % (
                 r["computed_mb"], r["model_mb"])
         lines.append("| %s | %s (`%s`) | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r["model"], r["backend"], r["name"], fmt(r["tokens_per_s"]),
             fmt(r["tokens_per_s_whole"]), fmt(r["bytes_per_token"] / 1e6), fmt(eff / 1e9),
-            fmt(eff / bandwidth), fmt(r["kernels_per_token"]), fmt(r["calls_per_token"]),
+            fmt(eff / r["floor_bw"]), fmt(r["kernels_per_token"]), fmt(r["calls_per_token"]),
             "%d/%d" % (r["hits"], r["misses"]) if r["hits"] + r["misses"] else "eager", note +
             ("; eager: one kernel per call" if r.get("eager") else "")))
     lines += [
@@ -277,7 +281,7 @@ def svg(rows, bandwidth, machine):
             backends.append(r["backend"])
     panels = [("tokens/s", lambda r: r["tokens_per_s"]),
               ("fraction of the bandwidth floor", lambda r: r["bytes_per_token"] *
-               r["tokens_per_s"] / bandwidth),
+               r["tokens_per_s"] / r["floor_bw"]),
               ("kernels per token", lambda r: r["kernels_per_token"])]
     label_w, panel_w, gap, bar_h, bar_gap = 90, 250, 30, 16, 5
     width = label_w + 3 * panel_w + 2 * gap + 20
@@ -372,6 +376,11 @@ def main(argv):
     ap.add_argument("--tiny", action="store_true",
                     help="stories260K only, 4 steps: for CTest")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per sinter-run")
+    ap.add_argument("--vulkan-gbps", type=float,
+                    default=float(os.environ.get("SINTER_PEAK_GBPS", 0) or 0),
+                    help="memory bandwidth (GB/s) of the Vulkan device, the floor of the vulkan "
+                    "rows (default SINTER_PEAK_GBPS; unset: the host read bandwidth, right for "
+                    "lavapipe, whose buffers are host memory)")
     a = ap.parse_args(argv)
 
     sinter_run = os.path.join(a.build, "tools", "sinter-run", "sinter-run")
@@ -418,6 +427,9 @@ def main(argv):
     if again > bandwidth:
         bandwidth, how = again, how_again
     how += "; the higher of a measurement before and one after the decodes"
+    for r in rows:
+        r["floor_bw"] = (a.vulkan_gbps * 1e9 if r["backend"] == "vulkan" and a.vulkan_gbps
+                         else bandwidth)
     machine = machine_info(root)
     shown = ["--build", os.path.relpath(a.build, root)] + [x for x in argv if x not in (
         "--build", a.build)]

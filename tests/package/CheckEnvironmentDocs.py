@@ -3,8 +3,8 @@
 
     python3 tests/package/CheckEnvironmentDocs.py SOURCE_DIR
 
-Collects each string literal "SINTER_NAME" (the form getenv/setenv calls use) in the C, C++ and
-Rust sources and each ${SINTER_NAME...} / $SINTER_NAME in the shell scripts, and fails naming
+Collects each string literal that is a SINTER_* name (the form getenv/setenv calls use) in the C, C++,
+Rust and Python sources and each ${SINTER_NAME...} / $SINTER_NAME in the shell scripts, and fails naming
 every one that docs/ENVIRONMENT.md does not list as `SINTER_NAME`.
 """
 import os
@@ -22,7 +22,7 @@ def main(root):
         dirnames[:] = [d for d in dirnames if d not in SKIP and not d.startswith("build")]
         for name in filenames:
             path = os.path.join(dirpath, name)
-            if name.endswith((".cpp", ".h", ".c", ".rs")):
+            if name.endswith((".cpp", ".h", ".c", ".rs", ".py")):
                 pattern = LITERAL
             elif name.endswith(".sh"):
                 pattern = SHELL

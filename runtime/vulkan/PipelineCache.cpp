@@ -227,13 +227,17 @@ absl::StatusOr<std::unique_ptr<Pipeline>> PipelineCache::build(const KernelBinar
   info.stage.pName = k.entryPoint.c_str();
   auto subgroup = vkStruct<VkPipelineShaderStageRequiredSubgroupSizeCreateInfo>(
       VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO);
-  if (k.requireFullSubgroups && features_.computeFullSubgroups)
-    info.stage.flags |= VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
-  if (k.requiredSubgroupSize && features_.subgroupSizeControl &&
-      features_.minSubgroupSize != features_.maxSubgroupSize) {
+  bool requireSize = k.requiredSubgroupSize && features_.subgroupSizeControl &&
+                     features_.minSubgroupSize != features_.maxSubgroupSize;
+  if (requireSize) {
     subgroup.requiredSubgroupSize = k.requiredSubgroupSize;
     info.stage.pNext = &subgroup;
   }
+  // Full subgroups need a local size that is a whole number of them (VUID-...-flags-02758/9).
+  uint32_t lanes = requireSize ? k.requiredSubgroupSize : features_.maxSubgroupSize;
+  if (k.requireFullSubgroups && features_.computeFullSubgroups && lanes &&
+      k.localSize[0] % lanes == 0)
+    info.stage.flags |= VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
   info.layout = p->layout;
   if (VkResult r = vkCreateComputePipelines(device_, cache_, 1, &info, nullptr, &p->pipeline);
       r != VK_SUCCESS)

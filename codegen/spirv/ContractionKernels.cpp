@@ -107,12 +107,17 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
   Value nBlocks = e.divu(nCols, e.ci(layout.blockWeights));
   Value bytesPerRow =
       scalar ? e.mul(nCols, e.ci(elementBytes)) : e.mul(nBlocks, e.ci(layout.blockBytes));
-  Value subgroupsPerGroup = e.ci(e.plan.workgroupSize / lanes);
-  Value group = e.groupId(), subgroup = e.subgroupId();
-  Value firstRow = e.mul(e.add(e.mul(group, subgroupsPerGroup), subgroup), e.ci(rows));
-  Value lane = e.laneId();
-  e.ifThen(e.ult(firstRow, nRows), [&] {
-    // Rows past the end read the last row again (uniformly) and store nothing.
+  // Clusters of lanesPerRow lanes; cluster c of subgroup s of workgroup g computes `rows` rows.
+  uint32_t rowLanes = e.plan.lanesPerRow ? e.plan.lanesPerRow : lanes;
+  Value clustersPerGroup = e.ci(e.plan.workgroupSize / rowLanes);
+  Value group = e.groupId();
+  Value cluster = e.divu(e.threadId(), e.ci(rowLanes));
+  Value firstRow = e.mul(e.add(e.mul(group, clustersPerGroup), cluster), e.ci(rows));
+  Value lane = e.remu(e.laneId(), e.ci(rowLanes));
+  lanes = rowLanes;
+  // No branch around the reductions: rows past the end read the last row again and store
+  // nothing, so every lane of a subgroup reaches every shuffle.
+  e.ifThen(e.ult(e.ci(0), nRows), [&] {
     Value lastRow = e.sub(nRows, e.ci(1));
     llvm::SmallVector<Value, 4> rowBases;
     for (int64_t r = 0; r < rows; ++r)
@@ -185,7 +190,7 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
       // The normalized vector is still stored (the host or a later op may read it): by the
       // first subgroup of the first workgroup.
       Value first =
-          e.b.create<arith::AndIOp>(e.loc, e.ult(group, e.ci(1)), e.ult(subgroup, e.ci(1)));
+          e.b.create<arith::AndIOp>(e.loc, e.ult(group, e.ci(1)), e.ult(cluster, e.ci(1)));
       e.ifThen(first, [&] {
         Value normOut = e.memberBuffer(0, 2);
         e.forLoop(lane, size, e.ci(lanes), [&](Value i) {

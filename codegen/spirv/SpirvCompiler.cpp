@@ -81,7 +81,16 @@ KernelPlan planKernel(const OpShape &op, const SpirvTarget &target) {
           (op.ints[1] / layout.blockWeights) % 2 == 0)
         plan.blocksPerStep = 2;
     }
-    plan.unitsPerGroup = plan.workgroupSize / lanes * plan.rowsPerSubgroup;
+    // A row of few steps (a 4096-column K-quant row has 16 blocks) leaves lanes idle: give it
+    // the next power of two of its step count, and the subgroup several rows at once.
+    plan.lanesPerRow = lanes;
+    if (op.isStatic(1)) {
+      int64_t steps = op.ints[1] / layout.blockWeights / plan.blocksPerStep;
+      while (plan.lanesPerRow > 1 && plan.lanesPerRow / 2 >= steps)
+        plan.lanesPerRow /= 2;
+    }
+    plan.unitsPerGroup =
+        plan.workgroupSize / lanes * (lanes / plan.lanesPerRow) * plan.rowsPerSubgroup;
     break;
   }
   case OpKind::AttnScore:

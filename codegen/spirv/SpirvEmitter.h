@@ -34,8 +34,12 @@ struct KernelPlan {
   uint32_t threadsPerUnit = 1;
   /// quantized_matmul: output rows per subgroup (x is loaded once for all of them), and blocks a
   /// lane decodes per step (2 when 2-byte-aligned blocks then come in 4-byte-aligned pairs).
-  uint32_t rowsPerSubgroup = 1;
+  uint32_t rowsPerSubgroup = 1; ///< rows per cluster of lanesPerRow lanes (x reused)
   uint32_t blocksPerStep = 1;
+  /// quantized_matmul: lanes that share one row (a power of two dividing the subgroup); fewer
+  /// than S when a row has fewer steps than lanes, so a subgroup works on S / lanesPerRow row
+  /// sets at once instead of idling.
+  uint32_t lanesPerRow = 0;
   /// u32 words of the push-constant block (the op's integer arguments).
   uint32_t pushConstantWords = 0;
 };

@@ -144,7 +144,9 @@ TEST(SpirvCompilerTest, FusedKernelBindsEveryMember) {
   EXPECT_EQ(k->pushConstantMembers, (std::vector<uint8_t>{0, 1, 1, 2}));
   EXPECT_EQ(k->pushConstantInts, (std::vector<uint8_t>{0, 0, 1, 0}));
   std::array<int64_t, 5> anchorInts{64, 256, 0, 0, 0};
-  EXPECT_EQ(k->grid(anchorInts.data()), (std::array<uint32_t, 3>{8, 1, 1})); // 8 rows a group
+  // 256 columns are 4 steps of 2 blocks: clusters of 4 lanes, 32 of them with 2 rows each.
+  EXPECT_EQ(k->unitsPerGroup, 64u);
+  EXPECT_EQ(k->grid(anchorInts.data()), (std::array<uint32_t, 3>{1, 1, 1}));
 }
 
 TEST(SpirvCompilerTest, InjectedFailureIsAnError) {
@@ -197,12 +199,20 @@ TEST(SpirvCompilerTest, GridCoversTheParallelDimension) {
   };
   // quantized_matmul: 4 subgroups of 2 rows per 128-invocation workgroup; 1 row per subgroup
   // for the scalar formats.
-  OpCall qm = ops::quantizedMatmul(h(1), h(2), h(3), 4097, 256, DType::Q8_0);
+  OpCall qm = ops::quantizedMatmul(h(1), h(2), h(3), 4097, 8192, DType::Q8_0);
   SpirvKernel k = build(qm);
   EXPECT_EQ(k.unitsPerGroup, 8u);
   EXPECT_EQ(k.grid(ints(qm).data()), (std::array<uint32_t, 3>{513, 1, 1}));
   qm.dtype = DType::F16;
   EXPECT_EQ(build(qm).unitsPerGroup, 4u);
+  // A 4096-column Q4_K row is 16 blocks: 16 lanes per row, 2 rows per subgroup.
+  qm.dtype = DType::Q4_K;
+  qm.ints[1] = 4096;
+  EXPECT_EQ(build(qm).unitsPerGroup, 8u);
+  // n_cols at run time: one row per full subgroup.
+  absl::StatusOr<SpirvKernel> dynamic = buildSpirvKernel(singleOpSpec(qm, 0b10), t);
+  ASSERT_TRUE(dynamic.ok()) << dynamic.status();
+  EXPECT_EQ(dynamic->unitsPerGroup, 4u);
   // element-wise: one element per invocation.
   OpCall add = ops::add(h(1), h(2), h(3), 1000);
   k = build(add);

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "runtime/vulkan/DescriptorCache.h"
+#include "runtime/vulkan/HazardTracker.h"
 #include "runtime/vulkan/PipelineCache.h"
 #include "runtime/vulkan/StagingRing.h"
 #include "runtime/vulkan/VkStatus.h"
@@ -40,41 +41,7 @@ struct Step {
   const VulkanCompiler::Built *built = nullptr; ///< Dispatch
   uint32_t kernelIndex = 0;                     ///< the program kernel it belongs to
   /// Slots read and written (from opAccesses), for the barriers.
-  std::array<uint32_t, 3> slots{};
-  uint8_t numSlots = 0;
-  uint8_t readMask = 0, writeMask = 0; ///< bit i: slots[i]
-};
-
-// Per-slot accesses since the last barrier; decides where barriers go.
-class HazardTracker {
-public:
-  explicit HazardTracker(size_t slots) : state_(slots, 0) {}
-  /// True when the step must wait for earlier steps: it reads a slot written since the last
-  /// barrier (RAW), or writes one read or written since then (WAR, WAW). Then the caller records
-  /// a barrier and calls clear().
-  bool needsBarrier(const Step &s) const {
-    for (int i = 0; i < s.numSlots; ++i) {
-      uint8_t st = state_[s.slots[i]];
-      if (((s.readMask >> i) & 1) && (st & kWritten))
-        return true;
-      if (((s.writeMask >> i) & 1) && st)
-        return true;
-    }
-    return false;
-  }
-  void clear() { std::fill(state_.begin(), state_.end(), 0); }
-  void mark(const Step &s) {
-    for (int i = 0; i < s.numSlots; ++i) {
-      if ((s.readMask >> i) & 1)
-        state_[s.slots[i]] |= kRead;
-      if ((s.writeMask >> i) & 1)
-        state_[s.slots[i]] |= kWritten;
-    }
-  }
-
-private:
-  static constexpr uint8_t kRead = 1, kWritten = 2;
-  std::vector<uint8_t> state_;
+  StepAccesses access;
 };
 
 class VulkanPlanImpl : public Plan {
@@ -196,7 +163,7 @@ absl::Status VulkanPlanImpl::recordUpload(Segment &seg, size_t index, const Plan
       SINTER_RETURN_IF_ERROR(submit(seg, index));
       SINTER_RETURN_IF_ERROR(begin(seg, index));
       hazards.clear();
-      hazards.mark(s);
+      hazards.mark(s.access);
       available = ring.remaining() - 16;
     }
     uint64_t chunk = std::min(left, available);
@@ -310,11 +277,11 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
   absl::Status status;
   for (size_t i = 0; i < steps_.size() && status.ok(); ++i) {
     const Step &s = steps_[i];
-    if (hazards.needsBarrier(s)) {
+    if (hazards.needsBarrier(s.access)) {
       barrier(seg);
       hazards.clear();
     }
-    hazards.mark(s);
+    hazards.mark(s.access);
     if (s.kind == Step::Kind::Upload) {
       status = recordUpload(seg, i, args, hazards);
       continue;
@@ -393,32 +360,29 @@ void VulkanPlanImpl::printTimes(const std::vector<uint32_t> &dispatchSteps) {
   shared_->stats.kernelSeconds += total;
 }
 
-// The slots an op reads and writes.
-void setAccesses(Step &s) {
-  const TraceEntry &e = s.member.entry;
+// The slots an entry reads and writes.
+StepAccesses accessesOf(const TraceEntry &e) {
+  StepAccesses s;
   if (e.kind == TraceEntry::Kind::Upload) {
-    s.slots[0] = e.uploadSlot;
-    s.numSlots = 1;
-    s.writeMask = 1;
-    return;
+    s.add(e.uploadSlot, /*read=*/false, /*write=*/true);
+    return s;
   }
   const OpCall &op = e.op;
   int n = opInfo(op.kind).numBuffers;
-  s.numSlots = static_cast<uint8_t>(n);
-  for (int i = 0; i < n; ++i)
-    s.slots[i] = Trace::slotOf(op.buffers[i]);
+  bool read[3] = {}, write[3] = {};
   absl::StatusOr<AccessList> accesses = opAccesses(op);
-  if (!accesses.ok()) { // validated when recorded; be conservative anyway
-    s.readMask = s.writeMask = uint8_t((1u << n) - 1);
-    return;
+  for (int i = 0; i < n && !accesses.ok(); ++i)
+    read[i] = write[i] = true; // validated when recorded; be conservative anyway
+  if (accesses.ok()) {
+    // Sizes are not looked at: one that is 0 for these integers may not be for others.
+    for (const BufferAccess &a : *accesses) {
+      read[a.bufferIndex] |= a.read;
+      write[a.bufferIndex] |= a.write;
+    }
   }
-  for (const BufferAccess &a : *accesses) {
-    // An access of size 0 under these integers may be non-empty under others (parameters).
-    if (a.read)
-      s.readMask |= uint8_t(1u << a.bufferIndex);
-    if (a.write)
-      s.writeMask |= uint8_t(1u << a.bufferIndex);
-  }
+  for (int i = 0; i < n; ++i)
+    s.add(Trace::slotOf(op.buffers[i]), read[i], write[i]);
+  return s;
 }
 
 } // namespace
@@ -468,8 +432,8 @@ absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const Kerne
   std::string description;
   size_t numSlots = 0;
   auto addSlots = [&](const Step &s) {
-    for (int i = 0; i < s.numSlots; ++i)
-      numSlots = std::max<size_t>(numSlots, s.slots[i] + 1);
+    for (int i = 0; i < s.access.count; ++i)
+      numSlots = std::max<size_t>(numSlots, s.access.slots[i] + 1);
   };
   for (size_t k = 0; k < program.kernels.size(); ++k) {
     const Kernel &kernel = program.kernels[k];
@@ -488,7 +452,7 @@ absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const Kerne
       Step s;
       s.member = member;
       s.kernelIndex = static_cast<uint32_t>(k);
-      setAccesses(s);
+      s.access = accessesOf(member.entry);
       addSlots(s);
       const TraceEntry &e = member.entry;
       if (e.kind == TraceEntry::Kind::Upload) {

@@ -4,12 +4,15 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <map>
 #include <random>
+#include <tuple>
 #include <unistd.h>
 
 #include "VulkanTestUtil.h"
 #include "runtime/vulkan/DescriptorCache.h"
+#include "runtime/vulkan/HazardTracker.h"
 #include "runtime/vulkan/PipelineCache.h"
 #include "runtime/vulkan/RangeAllocator.h"
 #include "runtime/vulkan/StagingRing.h"
@@ -71,6 +74,36 @@ TEST(RangeAllocatorTest, RandomChurnNeverOverlapsAndEndsEmpty) {
     ASSERT_TRUE(r.free(off));
   EXPECT_TRUE(r.empty());
   EXPECT_EQ(r.numFreeRanges(), 1u);
+}
+
+StepAccesses step(std::initializer_list<std::tuple<uint32_t, bool, bool>> slots) {
+  StepAccesses s;
+  for (auto [slot, read, write] : slots)
+    s.add(slot, read, write);
+  return s;
+}
+
+TEST(HazardTrackerTest, BarriersExactlyOnRawWarAndWaw) {
+  HazardTracker h(4);
+  // y(2) = a(0) + b(1); z(3) = a + b: readers share inputs, outputs distinct: no barrier.
+  StepAccesses add1 = step({{0, true, false}, {1, true, false}, {2, false, true}});
+  StepAccesses add2 = step({{0, true, false}, {1, true, false}, {3, false, true}});
+  EXPECT_FALSE(h.needsBarrier(add1));
+  h.mark(add1);
+  EXPECT_FALSE(h.needsBarrier(add2));
+  h.mark(add2);
+  EXPECT_TRUE(h.needsBarrier(step({{2, true, false}}))) << "read after write";
+  EXPECT_TRUE(h.needsBarrier(step({{0, false, true}}))) << "write after read";
+  EXPECT_TRUE(h.needsBarrier(step({{3, false, true}}))) << "write after write";
+  EXPECT_FALSE(h.needsBarrier(step({{0, true, false}}))) << "read after read";
+  // In place (a = a * b) is one step: it does not wait for itself.
+  HazardTracker fresh(4);
+  StepAccesses inPlace = step({{0, true, true}, {1, true, false}, {0, true, true}});
+  EXPECT_FALSE(fresh.needsBarrier(inPlace));
+  fresh.mark(inPlace);
+  EXPECT_TRUE(fresh.needsBarrier(step({{0, true, false}})));
+  fresh.clear();
+  EXPECT_FALSE(fresh.needsBarrier(step({{0, true, true}}))) << "a barrier orders everything";
 }
 
 TEST(VulkanMemoryTest, SubAllocatesFromBlocksAndReleasesDedicatedOnes) {

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/FaultInjection.h" // inline checks only: no link dependency on the runtime
 
 namespace sinter::codegen {
 
@@ -122,7 +123,8 @@ absl::StatusOr<std::unique_ptr<CpuCompiler>> CpuCompiler::create(CpuCompilerOpti
 
 KernelSpec CpuCompiler::specFor(const OpCall &op, uint8_t paramMask) const {
   KernelSpec spec = singleOpSpec(op, paramMask);
-  spec.injectFailure = options_.failCompile && options_.failCompile(op);
+  spec.injectFailure = (options_.failCompile && options_.failCompile(op)) ||
+                       runtime::fault::fires(runtime::fault::Site::KernelCompile);
   return spec;
 }
 

@@ -15,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "runtime/FaultInjection.h"
 #include "runtime/PlanInterpreter.h"
 #include "sinter/Status.h"
 
@@ -43,12 +44,14 @@ absl::StatusOr<BufferHandle> HostBufferStore::allocate(uint64_t sizeBytes) {
 }
 
 absl::Status HostBufferStore::write(BufferHandle handle, absl::Span<const uint8_t> data) {
-  std::memcpy(buffers_.data(handle), data.data(), data.size());
+  if (!data.empty()) // an empty span's data() may be null, which memcpy must not get
+    std::memcpy(buffers_.data(handle), data.data(), data.size());
   return absl::OkStatus();
 }
 
 absl::Status HostBufferStore::read(BufferHandle handle, absl::Span<uint8_t> out) {
-  std::memcpy(out.data(), buffers_.data(handle), out.size());
+  if (!out.empty())
+    std::memcpy(out.data(), buffers_.data(handle), out.size());
   return absl::OkStatus();
 }
 
@@ -83,6 +86,7 @@ absl::StatusOr<uint64_t> LazyBackend::liveSize(BufferHandle handle) const {
 
 absl::StatusOr<BufferHandle> LazyBackend::allocate(uint64_t sizeBytes) {
   absl::MutexLock lock(&mu_);
+  SINTER_RETURN_IF_ERROR(fault::check(fault::Site::Allocate, "allocate")); // tests only
   return memory_->allocate(sizeBytes);
 }
 
@@ -131,6 +135,8 @@ absl::Status LazyBackend::copyToDevice(absl::Span<const uint8_t> data, BufferHan
   absl::MutexLock lock(&mu_);
   SINTER_RETURN_IF_ERROR(validateHostTransfer("copy_to_device", handle, data.size(),
                                               [&](BufferHandle h) { return liveSize(h); }));
+  if (data.empty())
+    return absl::OkStatus(); // writes nothing: no upload to record (found by tests/fuzz/CApiFuzz)
   if (!slotOfHandle_.contains(handle.id)) {
     // No pending op touches the buffer, so writing now is the same as writing in order; this
     // keeps weight uploads from being copied twice.
@@ -160,6 +166,7 @@ absl::Status LazyBackend::copyFromDevice(BufferHandle handle, absl::Span<uint8_t
   (void)flushLocked("copy_from_device");
   absl::Status deferred = std::exchange(deferredError_, absl::OkStatus());
   SINTER_RETURN_IF_ERROR(deferred);
+  SINTER_RETURN_IF_ERROR(fault::check(fault::Site::HostRead, "copy_from_device")); // tests only
   return memory_->read(handle, data);
 }
 
@@ -206,7 +213,9 @@ absl::Status LazyBackend::flushLocked(const char *why) {
     if (onDevice)
       args.slotDevice = slotDevice;
     kernels = lookup->plan->numKernels();
-    absl::Status run = lookup->plan->run(args);
+    absl::Status run = fault::check(fault::Site::FlushAllocate, "flush"); // tests only
+    if (run.ok())
+      run = lookup->plan->run(args);
     if (!run.ok())
       status = absl::Status(
           run.code(), absl::StrCat("deferred work failed (flush at ", why, "): ", run.message()));

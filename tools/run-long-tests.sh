@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# tools/run-long-tests.sh - the long test mode: what CI's default run (tools/run-tests.sh) leaves
+# out to stay within its time. Takes one or more stages (default: all of them, in this order):
+#
+#   asan   every library (MLIR-heavy ones included) and every test under ASan+UBSan, in
+#          build-asan/ (a full second build: about as long as the main one, plus the tests at
+#          ~3x their normal time)
+#   tsan   the concurrency tests (threads on one backend, the C ABI from threads, the lazy
+#          backend, the thread pool, the soak) under ThreadSanitizer, in build-tsan/
+#   soak   the soak test with SINTER_LONG_SOAK_CALLS calls per test (default 20,000,000: minutes)
+#   fuzz   each libFuzzer target for SINTER_LONG_FUZZ_TIME seconds (default 600) and the fusion
+#          fuzzers on 10000 graphs
+#
+# CI's default run already has, inside the main build: ASan+UBSan twins of the plain-C++ libraries
+# with the tests over them (ctest -L asan), each fuzzer for SINTER_FUZZ_TIME seconds, and the soak
+# at 1,000,000 calls (200,000 under ASan). Environment: SINTER_BUILD_DIR (main build, default
+# build/), SINTER_JOBS.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+shared="$(cd "$root/.." && pwd)/shared"
+jobs=${SINTER_JOBS:-$(nproc)}
+main=${SINTER_BUILD_DIR:-$root/build}
+stages=("$@")
+[ ${#stages[@]} -eq 0 ] && stages=(asan tsan soak fuzz)
+
+# A sanitizer build of its own: no benchmarks, no fuzzers (they are clang-built and carry their
+# own sanitizers) and no twins (everything is instrumented already).
+configure_sanitized() { # dir flags
+  cmake -S "$root" -B "$1" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSINTER_SHARED_DIR="$shared" \
+    -DSINTER_BUILD_BENCH=OFF -DSINTER_BUILD_FUZZERS=OFF -DSINTER_SANITIZER_TWINS=OFF \
+    -DCMAKE_C_FLAGS="$2" -DCMAKE_CXX_FLAGS="$2" -DCMAKE_EXE_LINKER_FLAGS="$2" \
+    -DCMAKE_SHARED_LINKER_FLAGS="$2" >/dev/null
+}
+
+timed() { # name command...
+  local start=$SECONDS
+  "${@:2}"
+  echo "run-long-tests: $1 took $((SECONDS - start)) s"
+}
+
+stage_asan() {
+  local dir=$root/build-asan
+  configure_sanitized "$dir" \
+    "-fsanitize=address,undefined -fno-sanitize=vptr -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+  timed "asan build" ninja -C "$dir" -j "$jobs"
+  # The package tests install and build consumers (cargo, cmake): not what a sanitizer is for.
+  (cd "$dir" && timed "asan tests" env \
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    LSAN_OPTIONS=suppressions=$root/tests/reliability/lsan.supp \
+    ctest --output-on-failure -j "$jobs" --timeout 3600 -LE slow \
+    -E "InstalledPackage|RustBinding|BenchReport")
+}
+
+stage_tsan() {
+  local dir=$root/build-tsan
+  configure_sanitized "$dir" "-fsanitize=thread -fno-omit-frame-pointer"
+  local tests=(ConcurrencyTest CApiThreadTest LazyBackendTest ThreadPoolTest SoakTest)
+  timed "tsan build" ninja -C "$dir" -j "$jobs" "${tests[@]}"
+  (cd "$dir" && timed "tsan tests" env TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+    SINTER_SOAK_CALLS=200000 ctest --output-on-failure -j "$jobs" --timeout 3600 \
+    -R "$(IFS='|'; echo "${tests[*]}")")
+}
+
+stage_soak() {
+  ninja -C "$main" -j "$jobs" SoakTest
+  (cd "$main" && timed "soak" env SINTER_SOAK_CALLS="${SINTER_LONG_SOAK_CALLS:-20000000}" \
+    ctest --output-on-failure --timeout 3600 -R "^SoakTest\\.")
+}
+
+stage_fuzz() {
+  local seconds=${SINTER_LONG_FUZZ_TIME:-600}
+  ninja -C "$main" -j "$jobs"
+  local fuzz=$main/tests/fuzz
+  timed "gguf fuzz" "$fuzz/GgufFuzz" -max_total_time="$seconds" -rss_limit_mb=2048 \
+    -max_len=65536 -print_final_stats=1 "$fuzz/gguf_corpus" "$fuzz/gguf_seeds"
+  timed "c abi fuzz" "$fuzz/CApiFuzz" -max_total_time="$seconds" -rss_limit_mb=2048 \
+    -max_len=4096 -timeout=20 -print_final_stats=1 "$fuzz/capi_corpus"
+  timed "trace fuzz" "$fuzz/TraceFuzz" -max_total_time="$seconds" -rss_limit_mb=2048 \
+    -max_len=16384 -timeout=20 -print_final_stats=1 "$fuzz/trace_corpus" "$fuzz/trace_seeds"
+  (cd "$main" && timed "fusion fuzzers" env SINTER_FUZZ_GRAPHS=10000 \
+    ctest --output-on-failure --timeout 3600 -R "FusionFuzz|CpuFuzz")
+}
+
+for stage in "${stages[@]}"; do
+  case "$stage" in
+  asan | tsan | soak | fuzz) "stage_$stage" ;;
+  *)
+    echo "run-long-tests: unknown stage '$stage' (asan, tsan, soak, fuzz)" >&2
+    exit 2
+    ;;
+  esac
+done
+echo "run-long-tests: all stages passed: ${stages[*]}"

@@ -52,6 +52,7 @@
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
+#include "llvm/IR/Operator.h"
 #include "llvm/IR/PassManager.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -195,6 +196,21 @@ private:
 
 } // namespace
 
+// SINTER_PRECISE=1: kernels compute IEEE f32 in program order. The emitters mark multiply-adds
+// `contract` (so LLVM may form fma) and let vector reductions reassociate; precise mode clears
+// every fast-math flag, lowers reductions in order and tells the target not to fuse.
+static bool preciseMode() {
+  const char *v = std::getenv("SINTER_PRECISE");
+  return v && std::string(v) == "1";
+}
+
+static void stripFastMath(llvm::Function &f) {
+  for (llvm::BasicBlock &block : f)
+    for (llvm::Instruction &inst : block)
+      if (llvm::isa<llvm::FPMathOperator>(inst))
+        inst.copyFastMathFlags(llvm::FastMathFlags());
+}
+
 struct CpuJit::Impl {
   std::unique_ptr<mlir::MLIRContext> context;
   std::unique_ptr<llvm::TargetMachine> machine;
@@ -202,6 +218,7 @@ struct CpuJit::Impl {
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::string cpu;
   std::string features;
+  bool precise = false; ///< SINTER_PRECISE=1 (preciseMode)
   std::mutex mu;
   uint64_t nextId = 0;
   CpuJitTimes times;
@@ -219,7 +236,10 @@ struct CpuJit::Impl {
 std::string CpuJit::Impl::cacheKey(const llvm::Module &module) const {
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << kCacheFormat << "\n" << LLVM_VERSION_STRING << "\n" << cpu << "\n" << features << "\n";
+  os << kCacheFormat << "\n"
+     << LLVM_VERSION_STRING << "\n"
+     << (precise ? "precise\n" : "") << cpu << "\n"
+     << features << "\n";
   module.print(os, nullptr);
   os.flush();
   return hexDigest(text);
@@ -245,7 +265,7 @@ CpuJit::Impl::lower(absl::Span<const KernelSpec> specs, const std::vector<std::s
   mlir::PassManager pm(context.get());
   pm.addPass(mlir::createConvertSCFToCFPass());
   mlir::ConvertVectorToLLVMPassOptions vectorOptions;
-  vectorOptions.reassociateFPReductions = true;
+  vectorOptions.reassociateFPReductions = !precise;
   pm.addPass(mlir::createConvertVectorToLLVMPass(vectorOptions));
   pm.addPass(mlir::createConvertMathToLLVMPass());
   pm.addPass(mlir::createArithToLLVMConversionPass());
@@ -266,6 +286,8 @@ CpuJit::Impl::lower(absl::Span<const KernelSpec> specs, const std::vector<std::s
     f.addFnAttr("target-cpu", cpu);
     f.addFnAttr("target-features", features);
     f.addFnAttr(llvm::Attribute::NoUnwind);
+    if (precise)
+      stripFastMath(f);
   }
   times.lower += secondsSince(start);
   if (!optimize)
@@ -326,6 +348,9 @@ absl::StatusOr<std::unique_ptr<CpuJit>> CpuJit::create(const std::string &cacheD
     return absl::InternalError(
         absl::StrCat("cpu jit: detecting the host: ", errorText(builder.takeError())));
   builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  impl->precise = preciseMode();
+  if (impl->precise)
+    builder->getOptions().AllowFPOpFusion = llvm::FPOpFusion::Strict;
   impl->cpu = builder->getCPU();
   impl->features = builder->getFeatures().getString();
   llvm::Expected<std::unique_ptr<llvm::TargetMachine>> machine = builder->createTargetMachine();

@@ -72,6 +72,8 @@ public:
 
   /// "<cpu> <features>" as the kernels are compiled for.
   std::string hostDescription() const { return jit_->hostDescription(); }
+  /// Q4_0/Q8_0 contractions quantize x to int8 and use VNNI dot products (CpuJit::int8Dot).
+  bool int8Dot() const { return jit_->int8Dot(); }
   CpuCompilerStats stats() const;
 
 private:

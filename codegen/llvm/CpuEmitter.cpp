@@ -148,7 +148,8 @@ bool isContraction(OpKind kind) {
 
 } // namespace
 
-absl::Status buildKernel(mlir::ModuleOp module, const KernelSpec &spec, llvm::StringRef name) {
+absl::Status buildKernel(mlir::ModuleOp module, const KernelSpec &spec, llvm::StringRef name,
+                         bool int8Dot) {
   if (!spec.prologue.empty() || !spec.epilogue.empty())
     return absl::UnimplementedError(absl::StrCat(
         "kernel ", spec.name(), ": fused prologues and epilogues (",
@@ -163,6 +164,7 @@ absl::Status buildKernel(mlir::ModuleOp module, const KernelSpec &spec, llvm::St
   mlir::Block *entry = func.addEntryBlock();
   b.setInsertionPointToStart(entry);
   Emitter e(b, loc, entry->getArgument(0), entry->getArgument(1));
+  e.int8Dot = int8Dot;
   Value begin = entry->getArgument(2), end = entry->getArgument(3);
   absl::Status status = isContraction(spec.anchor.kind)
                             ? emitContractionKernel(e, spec.anchor, begin, end)

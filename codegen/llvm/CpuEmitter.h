@@ -31,6 +31,9 @@ public:
 
   mlir::OpBuilder &b;
   mlir::Location loc;
+  /// The host has AVX-512 VNNI (and BW) and activations may be quantized: Q4_0 and Q8_0
+  /// contractions use int8 dot products (ContractionKernels.cpp).
+  bool int8Dot = false;
 
   mlir::Type i64() { return b.getI64Type(); }
   mlir::Type f32() { return b.getF32Type(); }
@@ -106,7 +109,8 @@ absl::Status emitContractionKernel(Emitter &e, const OpShape &op, mlir::Value be
 
 /// Adds `void @name(ptr buffers, ptr ints, i64 begin, i64 end)` computing `spec` to `module`.
 /// Unimplemented for specs this stage cannot build (fused members).
-absl::Status buildKernel(mlir::ModuleOp module, const KernelSpec &spec, llvm::StringRef name);
+absl::Status buildKernel(mlir::ModuleOp module, const KernelSpec &spec, llvm::StringRef name,
+                         bool int8Dot = false);
 
 } // namespace sinter::codegen::cpu
 

@@ -196,6 +196,24 @@ private:
 
 } // namespace
 
+static bool hasFeature(llvm::StringRef features, llvm::StringRef name) {
+  for (llvm::StringRef f : llvm::split(features, ','))
+    if (f.consume_front("+") && f == name)
+      return true;
+  return false;
+}
+
+static bool envIs(const char *name, const char *value) {
+  const char *v = std::getenv(name);
+  return v && std::string(v) == value;
+}
+
+static bool int8DotWanted(llvm::StringRef features) {
+  if (envIs("SINTER_INT8_DOT", "0") || envIs("SINTER_PRECISE", "1"))
+    return false;
+  return hasFeature(features, "avx512vnni") && hasFeature(features, "avx512bw");
+}
+
 // SINTER_PRECISE=1: kernels compute IEEE f32 in program order. The emitters mark multiply-adds
 // `contract` (so LLVM may form fma) and let vector reductions reassociate; precise mode clears
 // every fast-math flag, lowers reductions in order and tells the target not to fuse.
@@ -219,6 +237,9 @@ struct CpuJit::Impl {
   std::string cpu;
   std::string features;
   bool precise = false; ///< SINTER_PRECISE=1 (preciseMode)
+  /// Q4_0/Q8_0 contractions with VNNI int8 dot products: the host has avx512vnni and avx512bw,
+  /// and SINTER_INT8_DOT is not 0 (nor SINTER_PRECISE=1, which keeps activations in f32).
+  bool int8Dot = false;
   std::mutex mu;
   uint64_t nextId = 0;
   CpuJitTimes times;
@@ -253,7 +274,7 @@ CpuJit::Impl::lower(absl::Span<const KernelSpec> specs, const std::vector<std::s
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::ModuleOp::create(mlir::UnknownLoc::get(context.get()));
   for (size_t i = 0; i < specs.size(); ++i) {
-    absl::Status built = cpu::buildKernel(*module, specs[i], names[i]);
+    absl::Status built = cpu::buildKernel(*module, specs[i], names[i], int8Dot);
     if (!built.ok())
       return built;
   }
@@ -353,6 +374,7 @@ absl::StatusOr<std::unique_ptr<CpuJit>> CpuJit::create(const std::string &cacheD
     builder->getOptions().AllowFPOpFusion = llvm::FPOpFusion::Strict;
   impl->cpu = builder->getCPU();
   impl->features = builder->getFeatures().getString();
+  impl->int8Dot = int8DotWanted(impl->features);
   llvm::Expected<std::unique_ptr<llvm::TargetMachine>> machine = builder->createTargetMachine();
   if (!machine)
     return absl::InternalError(
@@ -481,6 +503,8 @@ CpuJitTimes CpuJit::times() const {
   times.diskErrors = impl_->cache->errors();
   return times;
 }
+
+bool CpuJit::int8Dot() const { return impl_->int8Dot; }
 
 std::string CpuJit::cacheDir() const { return impl_->cache->dir(); }
 

@@ -63,6 +63,11 @@ public:
 
   /// The host as the code is compiled for: "<cpu> <feature,feature,...>".
   std::string hostDescription() const;
+  /// Whether Q4_0 and Q8_0 contractions quantize x to int8 (Q8_0-style, per block of 32) and use
+  /// AVX-512 VNNI dot products: the host has avx512vnni and avx512bw, and neither
+  /// SINTER_INT8_DOT=0 nor SINTER_PRECISE=1 was set when this JIT was created. Results then agree
+  /// with the reference within SEMANTICS.md's 5e-4 NMSE for quantized activations, not 1e-7.
+  bool int8Dot() const;
   /// Phase times and disk cache counters so far.
   CpuJitTimes times() const;
   /// The disk cache directory ("" when there is none).

@@ -8,6 +8,7 @@
 
 #include "backends/VulkanBackend.h"
 #include "sinter/Factory.h"
+#include "tests/support/ScopedEnv.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -18,31 +19,7 @@ using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-// Sets a variable for the scope of one test and restores the old value.
-class ScopedEnv {
-public:
-  ScopedEnv(const char *name, const char *value) : name_(name) {
-    const char *old = std::getenv(name);
-    hadOld_ = old != nullptr;
-    if (old)
-      old_ = old;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (hadOld_)
-      setenv(name_, old_.c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
-private:
-  const char *name_;
-  bool hadOld_ = false;
-  std::string old_;
-};
+using test::ScopedEnv;
 
 TEST(FactoryTest, ReferenceKindBuildsTheReferenceBackend) {
   BackendOptions options;

@@ -22,6 +22,16 @@ using codegen::CpuCompiler;
 using codegen::CpuCompilerOptions;
 using ::testing::HasSubstr;
 
+// These tests are about compiling, caching, splitting and falling back, checked against the
+// reference at the f32 bound: they run the f32 contraction path. The int8 path of Q4_0/Q8_0
+// (quantized x) is tested in CpuKernelTest and by the conformance table at 5e-4.
+class F32Contractions : public ::testing::Environment {
+public:
+  void SetUp() override { setenv("SINTER_INT8_DOT", "0", 1); }
+};
+const ::testing::Environment *const kF32Contractions =
+    ::testing::AddGlobalTestEnvironment(new F32Contractions);
+
 BufferHandle slot(uint32_t s) { return Trace::handleOfSlot(s); }
 
 std::unique_ptr<CpuCompiler> makeCompiler(CpuCompilerOptions options = {}) {

@@ -142,7 +142,8 @@ inline void expectSameResults(const OpCall &op, const OpBuffers &out, const OpBu
 /// random buffers, and compares. Returns the plan for further runs.
 inline std::unique_ptr<Plan> checkOp(codegen::CpuCompiler &compiler, const OpCall &op,
                                      const std::string &what, uint32_t seed = 1,
-                                     const std::vector<uint8_t> &paramIndices = {}) {
+                                     const std::vector<uint8_t> &paramIndices = {},
+                                     double tolerance = kF32Tolerance) {
   std::mt19937 rng(seed);
   std::vector<uint64_t> sizes = fittingSizes(op);
   Trace trace = singleOpTrace(op, sizes);
@@ -161,7 +162,7 @@ inline std::unique_ptr<Plan> checkOp(codegen::CpuCompiler &compiler, const OpCal
   absl::Status status = runPlan(**plan, out, params);
   EXPECT_TRUE(status.ok()) << what << ": " << status;
   runReference(op, ref);
-  expectSameResults(op, out, ref, what);
+  expectSameResults(op, out, ref, what, tolerance);
   return std::move(*plan);
 }
 

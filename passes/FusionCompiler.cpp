@@ -57,6 +57,10 @@ public:
         unfusedProgram_(unfusedProgram(trace, params)), buffers_(std::move(trace.buffers)) {}
 
   absl::Status run(const PlanArgs &args) override {
+    // The comparison reads host memory; buffers in device memory (PlanArgs::slotDevice) have none.
+    if (!args.slotDevice.empty())
+      return absl::UnimplementedError(
+          "SINTER_CHECK_FUSION: the buffers are in device memory; the check needs host buffers");
     std::vector<std::vector<uint8_t>> copies(buffers_.size());
     std::vector<uint8_t *> copyData(buffers_.size());
     for (size_t i = 0; i < buffers_.size(); ++i) {

@@ -15,6 +15,12 @@ packages=(
   graphviz                                                  # sinter-dump's .svg
 )
 
+# The Rust binding's test needs cargo; Debian's is enough (the crate has no dependencies). A cargo
+# already on PATH or in ~/.cargo/bin (rustup) is used instead.
+if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
+  packages+=(cargo)
+fi
+
 sudo_cmd=()
 if [ "$(id -u)" -ne 0 ]; then
   if command -v sudo >/dev/null 2>&1; then sudo_cmd=(sudo); else

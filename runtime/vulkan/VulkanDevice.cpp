@@ -113,7 +113,27 @@ ValidationLog VulkanDevice::validationLog() const {
   return log_;
 }
 
+// The loader unloads the drivers when a process's last instance is destroyed and loads them again
+// for the next one. NVIDIA's driver does not survive many such cycles: on an H200 (driver 580)
+// vkCreateInstance failed with VK_ERROR_INCOMPATIBLE_DRIVER after a few dozen backends had been
+// created and destroyed one after another (the conformance table makes one per case). One bare
+// instance, made before the first device and kept for the life of the process, keeps the drivers
+// loaded; it holds no device and no memory.
+static void keepDriversLoaded() {
+  static const bool kept = [] {
+    auto app = vkStruct<VkApplicationInfo>(VK_STRUCTURE_TYPE_APPLICATION_INFO);
+    app.pApplicationName = "sinter-driver-pin";
+    app.apiVersion = VK_API_VERSION_1_1;
+    auto info = vkStruct<VkInstanceCreateInfo>(VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO);
+    info.pApplicationInfo = &app;
+    VkInstance pin = VK_NULL_HANDLE; // never destroyed, on purpose
+    return vkCreateInstance(&info, nullptr, &pin) == VK_SUCCESS;
+  }();
+  (void)kept;
+}
+
 absl::Status VulkanDevice::createInstance(bool validation) {
+  keepDriversLoaded();
   uint32_t loaderVersion = VK_API_VERSION_1_1;
   if (vkEnumerateInstanceVersion(&loaderVersion) != VK_SUCCESS)
     loaderVersion = VK_API_VERSION_1_1;

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/FaultInjection.h"
 #include "runtime/vulkan/DescriptorCache.h"
 #include "runtime/vulkan/PipelineCache.h"
 #include "runtime/vulkan/StagingRing.h"
@@ -56,7 +57,8 @@ absl::Status VulkanDevice::submitAndWait(VkCommandBuffer cmd) {
   absl::MutexLock lock(&submitMutex_);
   if (lost_)
     return absl::UnavailableError("vulkan: the device was lost earlier; recreate the backend");
-  VkResult r = injectedFault_;
+  VkResult r = injectedFault_ != VK_SUCCESS ? injectedFault_
+                                            : VkResult(runtime::fault::injectedSubmitResult());
   injectedFault_ = VK_SUCCESS;
   const char *what = "vulkan: queue submission (injected fault)";
   if (r == VK_SUCCESS) {

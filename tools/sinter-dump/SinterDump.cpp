@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -16,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "codegen/CpuCompiler.h"
 #include "ir/TraceToIR.h"
 #include "passes/FusionCompiler.h"
 #include "runtime/LazyBackend.h"
@@ -43,6 +45,8 @@ Options:
   --write-trace FILE     write the recorded trace as .mlir (sinter-opt and --trace read it back)
   --dot PREFIX           write PREFIX.dot (and PREFIX.svg when Graphviz is installed)
   --print-ir             print the IR before and after the pipeline (default: kernels only)
+  --llvm-ir              print the LLVM IR the cpu backend compiles for each kernel's members
+                         (optimized, for this host; each distinct function once)
   --all-members          list every member op (default: a kernel that repeats one group of ops,
                          such as attention's per-head score, softmax, value, lists the group once)
   --help                 this text
@@ -58,6 +62,7 @@ struct DumpOptions {
   passes::FusionOptions fusion;
   bool printIR = false;
   bool allMembers = false;
+  bool llvmIR = false;
 };
 
 absl::StatusOr<DumpOptions> parse(int argc, char **argv) {
@@ -75,6 +80,10 @@ absl::StatusOr<DumpOptions> parse(int argc, char **argv) {
     }
     if (flag == "--print-ir") {
       o.printIR = true;
+      continue;
+    }
+    if (flag == "--llvm-ir") {
+      o.llvmIR = true;
       continue;
     }
     if (flag == "--all-members") {
@@ -219,6 +228,46 @@ void printKernels(const KernelProgram &program, const Trace *recorded, size_t ca
   }
 }
 
+// The cpu backend's code for every kernel: which JIT function runs each member op (fused kernels
+// still run one function per member), then each distinct function's optimized LLVM IR once.
+absl::Status printLlvmIR(const KernelProgram &program) {
+  SINTER_ASSIGN_OR_RETURN(std::unique_ptr<codegen::CpuCompiler> cpu,
+                          codegen::CpuCompiler::create());
+  std::printf("\n// ===== LLVM IR of the cpu backend (host: %s) =====\n",
+              cpu->hostDescription().c_str());
+  std::set<std::string> printed;
+  std::vector<std::string> bodies;
+  size_t n = 0;
+  for (const Kernel &k : program.kernels) {
+    if (k.hostCopy)
+      continue;
+    std::printf("// kernel %zu: %s\n", n++, k.name.c_str());
+    for (const KernelMember &m : k.ops) {
+      if (m.entry.kind == TraceEntry::Kind::Upload)
+        continue;
+      uint8_t mask = 0;
+      for (int i = 0; i < 5; ++i)
+        if (m.paramOf[i] >= 0)
+          mask |= uint8_t(1u << i);
+      SINTER_ASSIGN_OR_RETURN(std::string ir, cpu->kernelIR(m.entry.op, mask, /*optimized=*/true));
+      // The function's name: the first "define ... @name(" of the module.
+      std::string name = "?";
+      size_t at = ir.find("define ");
+      if (at != std::string::npos) {
+        size_t b = ir.find('@', at), e = ir.find('(', at);
+        if (b != std::string::npos && e != std::string::npos && b < e)
+          name = ir.substr(b + 1, e - b - 1);
+      }
+      std::printf("//   %s -> @%s\n", opInfo(m.entry.op.kind).name, name.c_str());
+      if (printed.insert(name).second)
+        bodies.push_back(std::move(ir));
+    }
+  }
+  for (const std::string &ir : bodies)
+    std::printf("\n%s", ir.c_str());
+  return absl::OkStatus();
+}
+
 absl::Status run(const DumpOptions &o) {
   passes::CompileDump dump;
   KernelProgram program;
@@ -250,6 +299,8 @@ absl::Status run(const DumpOptions &o) {
     std::printf("// ===== trace as recorded =====\n%s\n// ===== after the pipeline =====\n%s\n",
                 dump.before.c_str(), dump.after.c_str());
   printKernels(program, haveTrace ? &rec.trace : nullptr, calls, layers, o.allMembers);
+  if (o.llvmIR)
+    SINTER_RETURN_IF_ERROR(printLlvmIR(program));
   if (!o.dotPrefix.empty())
     writeDotAndSvg(program, o.dotPrefix);
   return absl::OkStatus();

@@ -19,6 +19,7 @@
 
 #include "backends/CpuBackend.h"
 #include "backends/EagerBackend.h"
+#include "bench/ReadBandwidth.h"
 #include "runtime/LazyBackend.h"
 #include "sinter/Factory.h"
 #include "support/ThreadPool.h"
@@ -64,33 +65,12 @@ uint64_t bytesPerToken(const model::ModelWeights &w, uint32_t pos) {
 
 // Streaming read of 256 MiB of 64-bit words on `threads` threads; bytes per second.
 double readOnce(unsigned threads) {
-  const size_t words = (size_t(256) << 20) / 8;
-  static std::vector<uint64_t> data(words, 1);
   ThreadPool pool(threads);
-  std::vector<uint64_t> partial(1024, 0);
   auto start = Clock::now();
-  pool.parallelFor(
-      1024,
-      [&](uint64_t b, uint64_t e) {
-        for (uint64_t c = b; c < e; ++c) {
-          const uint64_t *p = data.data() + c * (words / 1024);
-          uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-          for (size_t i = 0; i < words / 1024; i += 4) {
-            s0 += p[i];
-            s1 += p[i + 1];
-            s2 += p[i + 2];
-            s3 += p[i + 3];
-          }
-          partial[c] = s0 + s1 + s2 + s3;
-        }
-      },
-      1);
+  uint64_t total = bench::streamRead(pool);
   double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  uint64_t total = 0;
-  for (uint64_t v : partial)
-    total += v;
   benchmark::DoNotOptimize(total);
-  return double(words * 8) / seconds;
+  return double(bench::kStreamReadBytes) / seconds;
 }
 
 // The best of several 2-thread passes, measured once per process.

@@ -10,6 +10,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "bench/ReadBandwidth.h"
 #include "codegen/llvm/CpuJit.h"
 #include "support/Ops.h"
 #include "support/Quant.h"
@@ -107,34 +108,10 @@ BENCHMARK_CAPTURE(BM_QMatVec, f32_2048x2048, DType::F32, 2048, 2048)->Apply(jitA
 
 // Streaming read: the sum of a 256 MiB array of 64-bit words, split across `threads` threads.
 void BM_ReadBandwidth(benchmark::State &state) {
-  unsigned threads = static_cast<unsigned>(state.range(0));
-  const size_t words = (size_t(256) << 20) / 8;
-  static std::vector<uint64_t> data(words, 1);
-  ThreadPool pool(threads);
-  for (auto _ : state) {
-    std::vector<uint64_t> partial(1024, 0);
-    pool.parallelFor(
-        1024,
-        [&](uint64_t b, uint64_t e) {
-          for (uint64_t c = b; c < e; ++c) {
-            const uint64_t *p = data.data() + c * (words / 1024);
-            uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-            for (size_t i = 0; i < words / 1024; i += 4) {
-              s0 += p[i];
-              s1 += p[i + 1];
-              s2 += p[i + 2];
-              s3 += p[i + 3];
-            }
-            partial[c] = s0 + s1 + s2 + s3;
-          }
-        },
-        1);
-    uint64_t total = 0;
-    for (uint64_t v : partial)
-      total += v;
-    benchmark::DoNotOptimize(total);
-  }
-  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(words * 8));
+  ThreadPool pool(static_cast<unsigned>(state.range(0)));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(bench::streamRead(pool));
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(bench::kStreamReadBytes));
 }
 BENCHMARK(BM_ReadBandwidth)
     ->Arg(1)

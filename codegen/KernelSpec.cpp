@@ -75,6 +75,8 @@ std::string KernelSpec::key() const {
   k.push_back(static_cast<char>(prologue.size()));
   k.push_back(static_cast<char>(epilogue.size()));
   k.push_back(injectFailure ? 1 : 0);
+  k.push_back(attentionOverHeads ? 1 : 0);
+  k.append(reinterpret_cast<const char *>(&unstoredOutputs), sizeof(unstoredOutputs));
   for (const OpShape &s : prologue)
     appendShape(&k, s);
   appendShape(&k, anchor);
@@ -103,6 +105,12 @@ std::string KernelSpec::name() const {
   }
   for (const OpShape &s : epilogue)
     absl::StrAppend(&n, "_", opInfo(s.kind).name);
+  if (attentionOverHeads)
+    absl::StrAppend(&n, "_heads");
+  if (!prologue.empty())
+    n = absl::StrCat(opInfo(prologue[0].kind).name, "_", n);
+  if (unstoredOutputs != 0)
+    absl::StrAppend(&n, "_nostore", unstoredOutputs);
   return n;
 }
 

@@ -51,6 +51,14 @@ struct KernelSpec {
   std::vector<OpShape> epilogue;
   /// Test hook: the builder emits IR that fails verification, to exercise the fallback path.
   bool injectFailure = false;
+  /// An attention kernel: anchor attn_score, epilogue [softmax, attn_value], the group of three
+  /// repeated over every head of a layer in one launch (the heads' offsets are affine in the
+  /// head index; the runtime passes the head count and strides, see codegen/spirv/README.md).
+  bool attentionOverHeads = false;
+  /// Bit m set: member m (prologue, anchor, epilogue order) need not store its output, because
+  /// another launch of the same fused kernel stores the same values (e.g. the rms_norm prologue
+  /// that every projection of a horizontal group recomputes).
+  uint32_t unstoredOutputs = 0;
 
   /// A byte string that is equal for two specs exactly when they compile to the same code.
   std::string key() const;

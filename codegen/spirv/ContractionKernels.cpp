@@ -14,6 +14,8 @@
 #include "codegen/spirv/SpirvEmitter.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVAttributes.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 namespace sinter::codegen::spv {
@@ -188,9 +190,11 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
       for (Value &t : totals)
         t = e.fmul(t, scale);
       // The normalized vector is still stored (the host or a later op may read it): by the
-      // first subgroup of the first workgroup.
+      // first subgroup of the first workgroup, unless another launch stores it.
       Value first =
           e.b.create<arith::AndIOp>(e.loc, e.ult(group, e.ci(1)), e.ult(cluster, e.ci(1)));
+      if (spec.unstoredOutputs & 1)
+        first = e.b.create<arith::ConstantIntOp>(e.loc, 0, 1);
       e.ifThen(first, [&] {
         Value normOut = e.memberBuffer(0, 2);
         e.forLoop(lane, size, e.ci(lanes), [&](Value i) {
@@ -288,6 +292,121 @@ void emitAttnValueKernel(Emitter &e, const OpShape &op) {
   });
 }
 
+// attention over heads: the spec's members are attn_score, softmax and attn_value of head 0
+// (words 0..10), then six words the runtime adds: n_heads, heads per K/V head, and the strides
+// per head of q's offset, k's kv_offset, v's kv_offset and out's offset. Workgroup h is head h:
+// its subgroups take positions t = s, s + NS, ..., each lane holding q at d = lane + k S, and keep
+// a running max m, sum l and weighted sum of V (an online softmax); the subgroups' states are
+// merged through workgroup memory at the end. Only the last head's workgroup writes the scores
+// buffer (the raw scores while scanning, then the normalized weights), which is what running the
+// members head after head leaves there.
+absl::Status emitAttentionKernel(Emitter &e, const OpShape &score, const KernelSpec &spec) {
+  if (!score.isStatic(0) || score.ints[0] <= 0)
+    return absl::UnimplementedError("attention: the SPIR-V kernel needs a compile-time head_dim");
+  mlir::OpBuilder &b = e.b;
+  const int64_t dim = score.ints[0];
+  const OpShape &value = spec.epilogue[1];
+  const uint32_t lanes = e.target.subgroupSize;
+  const int64_t perLane = (dim + lanes - 1) / lanes;
+  const int64_t subgroups = e.plan.workgroupSize / lanes;
+  Value q = e.memberBuffer(0, 0), kCache = e.memberBuffer(0, 1), scores = e.memberBuffer(0, 2);
+  Value vCache = e.memberBuffer(2, 1), out = e.memberBuffer(2, 2);
+  Value seqLen = e.memberInt(0, score, 1), headOffset = e.memberInt(0, score, 2);
+  Value kOffset = e.memberInt(0, score, 3), kStride = e.memberInt(0, score, 4);
+  Value vOffset = e.memberInt(2, value, 2), vStride = e.memberInt(2, value, 3);
+  Value outOffset = e.memberInt(2, value, 4);
+  auto extra = [&](uint32_t i) { return e.pushWord(kAttentionMemberWords + i); };
+  Value heads = extra(0), group = extra(1), qStep = extra(2), kStep = extra(3);
+  Value vStep = extra(4), outStep = extra(5);
+  Value head = e.groupId(), kvHead = e.divu(head, group);
+  Value qBase = e.add(headOffset, e.mul(head, qStep));
+  Value kBase = e.add(kOffset, e.mul(kvHead, kStep));
+  Value vBase = e.add(vOffset, e.mul(kvHead, vStep));
+  Value oBase = e.add(outOffset, e.mul(head, outStep));
+  Value isLast = e.ult(e.sub(heads, e.ci(1)), e.add(head, e.ci(1)));
+  Value sg = e.subgroupId(), lane = e.laneId();
+  Value scale = e.cf(1.0 / std::sqrt(double(dim)));
+  // Lane l's elements d = l + k S; those past head_dim read element 0 and count as 0.
+  llvm::SmallVector<Value, 8> ds, valid, qs;
+  for (int64_t k = 0; k < perLane; ++k) {
+    Value d = e.add(lane, e.ci(k * lanes));
+    Value ok = e.ult(d, e.ci(dim));
+    ds.push_back(e.select(ok, d, e.ci(0)));
+    valid.push_back(ok);
+    qs.push_back(e.select(ok, e.load(q, e.add(qBase, ds.back())), e.cf(0.0)));
+  }
+  const double lowest = -3.0e38; // finite: exp(lowest - lowest) is 1, not NaN
+  llvm::SmallVector<Value, 10> inits{e.cf(lowest), e.cf(0.0)};
+  for (int64_t k = 0; k < perLane; ++k)
+    inits.push_back(e.cf(0.0));
+  auto state = e.forLoop(sg, seqLen, e.ci(subgroups), inits, [&](Value t, mlir::ValueRange it) {
+    Value kRow = e.add(e.mul(t, kStride), kBase), vRow = e.add(e.mul(t, vStride), vBase);
+    Value partial = e.cf(0.0);
+    for (int64_t k = 0; k < perLane; ++k)
+      partial = e.fma(qs[k], e.load(kCache, e.add(kRow, ds[k])), partial);
+    Value s = e.fmul(e.clusterSum(partial, lanes), scale);
+    e.ifThen(b.create<arith::AndIOp>(e.loc, isLast, e.ult(lane, e.ci(1))),
+             [&] { e.store(s, scores, t); });
+    Value m = b.create<arith::MaxNumFOp>(e.loc, it[0], s);
+    Value c = emitExp(b, e.loc, b.create<arith::SubFOp>(e.loc, it[0], m), MathTarget::Gpu);
+    Value p = emitExp(b, e.loc, b.create<arith::SubFOp>(e.loc, s, m), MathTarget::Gpu);
+    llvm::SmallVector<Value> next{m, e.fma(it[1], c, p)};
+    for (int64_t k = 0; k < perLane; ++k) {
+      Value v = e.select(valid[k], e.load(vCache, e.add(vRow, ds[k])), e.cf(0.0));
+      next.push_back(e.fma(p, v, e.fmul(it[2 + k], c)));
+    }
+    return next;
+  });
+  // Merge the subgroups: every invocation reads all NS states (few), then owns some d.
+  auto workgroupArray = [&](int64_t n) {
+    auto type = mlir::MemRefType::get(
+        {n}, e.f32(), mlir::AffineMap(),
+        mlir::spirv::StorageClassAttr::get(b.getContext(), mlir::spirv::StorageClass::Workgroup));
+    return b.create<mlir::memref::AllocOp>(e.loc, type).getResult();
+  };
+  Value maxes = workgroupArray(subgroups), sums = workgroupArray(subgroups);
+  Value accs = workgroupArray(subgroups * dim);
+  e.ifThen(e.ult(lane, e.ci(1)), [&] {
+    e.store(state[0], maxes, sg);
+    e.store(state[1], sums, sg);
+  });
+  for (int64_t k = 0; k < perLane; ++k)
+    e.ifThen(valid[k], [&] { e.store(state[2 + k], accs, e.add(e.mul(sg, e.ci(dim)), ds[k])); });
+  e.barrier();
+  Value maxAll = e.forLoop(e.ci(0), e.ci(subgroups), e.ci(1), mlir::ValueRange{e.cf(lowest)},
+                           [&](Value j, mlir::ValueRange it) {
+                             return llvm::SmallVector<Value>{
+                                 b.create<arith::MaxNumFOp>(e.loc, it[0], e.load(maxes, j))};
+                           })[0];
+  auto weightOf = [&](Value j) {
+    return emitExp(b, e.loc, b.create<arith::SubFOp>(e.loc, e.load(maxes, j), maxAll),
+                   MathTarget::Gpu);
+  };
+  Value total =
+      e.forLoop(e.ci(0), e.ci(subgroups), e.ci(1), mlir::ValueRange{e.cf(0.0)},
+                [&](Value j, mlir::ValueRange it) {
+                  return llvm::SmallVector<Value>{e.fma(e.load(sums, j), weightOf(j), it[0])};
+                })[0];
+  Value nonEmpty = b.create<arith::CmpFOp>(e.loc, arith::CmpFPredicate::OGT, total, e.cf(0.0));
+  Value inverse = e.select(nonEmpty, b.create<arith::DivFOp>(e.loc, e.cf(1.0), total), e.cf(0.0));
+  Value tid = e.threadId(), threads = e.ci(e.plan.workgroupSize);
+  e.forLoop(tid, e.ci(dim), threads, [&](Value d) {
+    Value o = e.forLoop(e.ci(0), e.ci(subgroups), e.ci(1), mlir::ValueRange{e.cf(0.0)},
+                        [&](Value j, mlir::ValueRange it) {
+                          Value a = e.load(accs, e.add(e.mul(j, e.ci(dim)), d));
+                          return llvm::SmallVector<Value>{e.fma(a, weightOf(j), it[0])};
+                        })[0];
+    e.store(e.fmul(o, inverse), out, e.add(oBase, d));
+  });
+  e.ifThen(isLast, [&] {
+    e.forLoop(tid, seqLen, threads, [&](Value t) {
+      Value x = b.create<arith::SubFOp>(e.loc, e.load(scores, t), maxAll);
+      e.store(e.fmul(emitExp(b, e.loc, x, MathTarget::Gpu), inverse), scores, t);
+    });
+  });
+  return absl::OkStatus();
+}
+
 } // namespace
 
 absl::Status emitContraction(Emitter &e, const OpShape &op, const KernelSpec &spec) {
@@ -299,6 +418,8 @@ absl::Status emitContraction(Emitter &e, const OpShape &op, const KernelSpec &sp
     emitMatmulKernel(e, op);
     return absl::OkStatus();
   case OpKind::AttnScore:
+    if (spec.attentionOverHeads)
+      return emitAttentionKernel(e, op, spec);
     emitAttnScoreKernel(e, op);
     return absl::OkStatus();
   case OpKind::AttnValue:

@@ -136,8 +136,19 @@ absl::Status checkFusion(const KernelSpec &spec) {
     return absl::UnimplementedError(
         absl::StrCat("kernel ", spec.name(), ": no fused SPIR-V kernel for ", why));
   };
+  if (spec.attentionOverHeads) {
+    if (spec.anchor.kind != OpKind::AttnScore || !spec.prologue.empty() ||
+        spec.epilogue.size() != 2 || spec.epilogue[0].kind != OpKind::Softmax ||
+        spec.epilogue[1].kind != OpKind::AttnValue || spec.unstoredOutputs != 0)
+      return unsupported("attention over heads other than attn_score -> softmax -> attn_value");
+    if (!spec.anchor.isStatic(0))
+      return unsupported("attention with a run-time head_dim");
+    return absl::OkStatus();
+  }
   if (spec.anchor.kind != OpKind::QuantizedMatmul)
     return unsupported(absl::StrCat("a ", opInfo(spec.anchor.kind).name, " anchor"));
+  if (spec.unstoredOutputs != 0 && (spec.unstoredOutputs != 1 || spec.prologue.empty()))
+    return unsupported("unstored outputs other than the rms_norm prologue's");
   if (spec.prologue.size() > 1 ||
       (spec.prologue.size() == 1 && spec.prologue[0].kind != OpKind::RmsNorm))
     return unsupported("a prologue other than one rms_norm");
@@ -152,6 +163,18 @@ KernelPlan planSpec(const KernelSpec &spec, const SpirvTarget &target) {
   KernelPlan plan = planKernel(spec.anchor, target);
   if (spec.prologue.empty() && spec.epilogue.empty())
     return plan;
+  if (spec.attentionOverHeads) {
+    // One workgroup per head: up to 256 invocations, fewer when the subgroups' partial sums of
+    // V (NS x head_dim floats of workgroup memory) would pass 16 KB.
+    uint32_t lanes = target.subgroupSize;
+    uint32_t subgroups = std::max<uint32_t>(
+        1, std::min<uint32_t>(256, std::max(target.maxWorkgroupInvocations, lanes)) / lanes);
+    int64_t dim = std::max<int64_t>(spec.anchor.ints[0], 1);
+    while (subgroups > 1 && int64_t(subgroups) * dim * 4 > 16384)
+      subgroups /= 2;
+    plan.workgroupSize = subgroups * lanes;
+    plan.unitsPerGroup = 1;
+  }
   KernelPlan fused = plan;
   fused.bindings.clear();
   fused.bindingBase.clear();
@@ -170,6 +193,8 @@ KernelPlan planSpec(const KernelSpec &spec, const SpirvTarget &target) {
       fused.bindings.insert(fused.bindings.end(), info.numBuffers, SpirvBindingKind::F32);
     fused.pushConstantWords += info.numInts;
   }
+  if (spec.attentionOverHeads)
+    fused.pushConstantWords += kAttnExtraWords;
   return fused;
 }
 
@@ -369,6 +394,10 @@ absl::StatusOr<SpirvKernel> buildSpirvKernel(const KernelSpec &spec, const Spirv
       kernel.pushConstantMembers.push_back(static_cast<uint8_t>(m));
       kernel.pushConstantInts.push_back(i);
     }
+  }
+  if (spec.attentionOverHeads) {
+    kernel.extraPushWords = kAttnExtraWords;
+    kernel.perHead = true;
   }
   kernel.anchorMember = static_cast<uint8_t>(spec.prologue.size());
   kernel.kind = op.kind;

@@ -41,6 +41,19 @@ enum class SpirvBindingKind : uint8_t {
   Vec4, ///< vec4[]: f32 activations read 16 bytes at a time
 };
 
+/// Attention kernels (KernelSpec::attentionOverHeads; one workgroup per head): after the 11 words
+/// of the members' integers (attn_score, softmax, attn_value of head 0) come these, in order.
+inline constexpr uint32_t kAttentionMemberWords = 11;
+enum AttentionWord : uint32_t {
+  kAttnHeads,      ///< heads of the layer (the dispatch's workgroup count)
+  kAttnHeadsPerKv, ///< query heads sharing one K/V head (grouped-query attention)
+  kAttnQStep,      ///< attn_score head_offset of head h = head 0's + h * this
+  kAttnKStep,      ///< attn_score kv_offset = head 0's + (h / heads per kv) * this
+  kAttnVStep,      ///< attn_value kv_offset, likewise
+  kAttnOutStep,    ///< attn_value out_offset = head 0's + h * this
+  kAttnExtraWords
+};
+
 /// A compiled kernel.
 struct SpirvKernel {
   std::string name;                ///< KernelSpec::name()
@@ -58,6 +71,10 @@ struct SpirvKernel {
   /// the runtime need not know which are.
   std::vector<uint8_t> pushConstantInts;
   std::vector<uint8_t> pushConstantMembers;
+  /// Words after those (attention: kAttnExtraWords, filled by the runtime).
+  uint32_t extraPushWords = 0;
+  /// One workgroup per head (attention): the grid is {heads, 1, 1}, not grid().
+  bool perHead = false;
   /// The anchor's member index (the prologue's length) and kind.
   uint8_t anchorMember = 0;
   OpKind kind = OpKind::Matmul;
@@ -65,7 +82,9 @@ struct SpirvKernel {
   uint32_t unitsPerGroup = 1;
 
   uint32_t numBindings() const { return static_cast<uint32_t>(bindings.size()); }
-  uint32_t pushConstantBytes() const { return 4 * static_cast<uint32_t>(pushConstantInts.size()); }
+  uint32_t pushConstantBytes() const {
+    return 4 * (static_cast<uint32_t>(pushConstantInts.size()) + extraPushWords);
+  }
   /// Workgroups to dispatch for the anchor's integer arguments (all of them): x up to 65535, the
   /// rest in y (kernels linearize y * numWorkgroups.x + x). {0, 0, 0} when there is no work.
   std::array<uint32_t, 3> grid(const int64_t *ints) const;
@@ -86,6 +105,10 @@ uint64_t spirvUnits(OpKind kind, const int64_t *ints);
 ///    (the anchor's out for the first) as its first input (`in` or `a`: the runtime puts the
 ///    chained value first, both ops commute) and its other input at the same element; every
 ///    member's output is written.
+///  - attention over heads (KernelSpec::attentionOverHeads): anchor attn_score with a static
+///    head_dim, epilogue [softmax, attn_value]; the runtime checks the members are one head's
+///    score -> softmax -> value on one scores buffer and passes the per-head strides.
+///  - unstoredOutputs bit 0 with an rms_norm prologue: the normalized vector is not written.
 /// Internal, with the validator's message, when the SPIR-V does not validate.
 absl::StatusOr<SpirvKernel> buildSpirvKernel(const KernelSpec &spec, const SpirvTarget &target);
 

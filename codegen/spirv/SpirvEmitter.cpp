@@ -31,6 +31,12 @@ Value Emitter::memberInt(int m, const OpShape &op, int i) {
   return toIndex(load(func_.getArgument(pushConstants), ci(word)));
 }
 
+Value Emitter::pushWord(uint32_t word) {
+  assert(word < plan.pushConstantWords && "push-constant word out of range");
+  int pushConstants = static_cast<int>(plan.bindings.size());
+  return toIndex(load(func_.getArgument(pushConstants), ci(word)));
+}
+
 Value Emitter::add(Value a, Value c) { return b.create<arith::AddIOp>(loc, a, c); }
 Value Emitter::sub(Value a, Value c) { return b.create<arith::SubIOp>(loc, a, c); }
 Value Emitter::mul(Value a, Value c) { return b.create<arith::MulIOp>(loc, a, c); }

@@ -76,6 +76,8 @@ public:
   /// The same for member `m` of the spec.
   mlir::Value memberBuffer(int m, int i) { return func_.getArgument(plan.bindingBase[m] + i); }
   mlir::Value memberInt(int m, const OpShape &op, int i);
+  /// Push-constant word `word` as index (words past the members' integers: attention's extras).
+  mlir::Value pushWord(uint32_t word);
   /// Makes member `m` the one buffer() and intArg() refer to.
   void setMember(int m) { member_ = m; }
 

@@ -173,6 +173,74 @@ protected:
         }
   }
 
+  /// The attention kernel over `heads` heads (`group` query heads per K/V head) against the
+  /// members run head after head: q = slot 0, K = 1, scores = 2, V = 3, out = 4.
+  void checkAttention(uint32_t heads, uint32_t group, uint32_t headDim, uint32_t seqLen,
+                      const std::string &what) {
+    uint32_t kvStride = heads / group * headDim;
+    std::vector<OpCall> members;
+    for (uint32_t h = 0; h < heads; ++h) {
+      uint32_t kv = h / group * headDim;
+      members.push_back(
+          ops::attnScore(slot(0), slot(1), slot(2), headDim, seqLen, h * headDim, kv, kvStride));
+      members.push_back(ops::softmax(slot(2), slot(2), seqLen));
+      members.push_back(
+          ops::attnValue(slot(2), slot(3), slot(4), headDim, seqLen, kv, kvStride, h * headDim));
+    }
+    codegen::KernelSpec spec;
+    spec.anchor = codegen::shapeOf(members[0], 0);
+    spec.epilogue = {codegen::shapeOf(members[1], 0), codegen::shapeOf(members[2], 0)};
+    spec.attentionOverHeads = true;
+    absl::StatusOr<SpirvKernel> k = codegen::buildSpirvKernel(spec, target());
+    ASSERT_TRUE(k.ok()) << what << ": " << k.status();
+    ASSERT_TRUE(k->perHead);
+    std::mt19937 rng(11);
+    std::vector<uint64_t> sizes(5, 0);
+    for (const OpCall &op : members) {
+      std::vector<uint64_t> s = fittingSizes(op);
+      for (size_t i = 0; i < s.size() && i < sizes.size(); ++i)
+        sizes[i] = std::max(sizes[i], s[i]);
+    }
+    OpBuffers out;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      bool poison = i == 2 || i == 4;
+      std::vector<uint8_t> b =
+          poison ? poisonBytes(sizes[i]) : floatBytes(randomFloats((sizes[i] + 3) / 4, rng));
+      b.resize(sizes[i]);
+      out.bytes.push_back(std::move(b));
+    }
+    OpBuffers ref = out;
+    VkDispatch d;
+    d.words = &k->words;
+    d.grid = {heads, 1, 1};
+    auto push = [&](uint32_t word) {
+      const auto *bytes = reinterpret_cast<const uint8_t *>(&word);
+      d.pushConstants.insert(d.pushConstants.end(), bytes, bytes + 4);
+    };
+    for (size_t j = 0; j < k->pushConstantInts.size(); ++j)
+      push(static_cast<uint32_t>(members[k->pushConstantMembers[j]].ints[k->pushConstantInts[j]]));
+    ASSERT_EQ(k->extraPushWords, uint32_t(codegen::kAttnExtraWords));
+    for (uint32_t w : {heads, group, headDim, headDim, headDim, headDim})
+      push(w);
+    for (uint32_t i = 0; i < k->numBindings(); ++i)
+      d.bindingBuffers.push_back(
+          slotOfOperand(members[k->bindingMembers[i]], k->bindingOperands[i]));
+    absl::Status status = runner_->run(d, out.bytes);
+    ASSERT_TRUE(status.ok()) << what << ": " << status;
+    for (const OpCall &op : members)
+      runReference(op, ref);
+    for (uint32_t s : {2u, 4u}) {
+      uint64_t bytes = s == 2 ? 4ull * seqLen : 4ull * heads * headDim;
+      std::vector<float> of = bytesFloats({out.bytes[s].data(), bytes});
+      std::vector<float> rf = bytesFloats({ref.bytes[s].data(), bytes});
+      EXPECT_TRUE(nmseWithin<float>(of, rf, kF32Tolerance))
+          << what << ": slot " << s << (s == 2 ? " (the last head's weights)" : " (out)");
+      EXPECT_TRUE(std::equal(out.bytes[s].begin() + bytes, out.bytes[s].end(),
+                             ref.bytes[s].begin() + bytes))
+          << what << ": slot " << s << " changed past the written range";
+    }
+  }
+
   static VkRunner *runner_;
   static std::string *skipReason_;
   static std::map<std::string, SpirvKernel> *kernels_;
@@ -295,6 +363,13 @@ TEST_F(SpirvKernelTest, FusedQuantizedMatmulEpilogues) {
               ops::quantizedMatmul(slot(3), slot(2), slot(4), 40, 512, DType::Q8_0),
               ops::add(slot(4), slot(5), slot(6), 40)},
              1, {2, 4, 6}, "rms_norm -> quantized_matmul -> add");
+}
+
+TEST_F(SpirvKernelTest, AttentionOverHeads) {
+  checkAttention(4, 2, 8, 5, "4 heads (2 per K/V head), head_dim 8, 5 positions");
+  checkAttention(8, 1, 64, 257, "8 heads, head_dim 64, 257 positions");
+  checkAttention(3, 3, 128, 1, "3 heads sharing K/V, head_dim 128, 1 position");
+  checkAttention(2, 1, 48, 40, "2 heads, head_dim 48 (lanes past it idle), 40 positions");
 }
 
 TEST_F(SpirvKernelTest, UnsupportedFusionIsUnimplemented) {

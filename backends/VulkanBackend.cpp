@@ -50,6 +50,11 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps) {
     out.binary.requireFullSubgroups = true;
     out.binary.requiredSubgroupSize = target.subgroupSize;
     out.pushConstantInts = k.pushConstantInts;
+    out.pushConstantMembers = k.pushConstantMembers;
+    out.bindingMembers = k.bindingMembers;
+    out.bindingOperands = k.bindingOperands;
+    out.extraPushWords = k.extraPushWords;
+    out.perHead = k.perHead;
     out.grid = [k](const int64_t *ints) { return k.grid(ints); };
     return out;
   };

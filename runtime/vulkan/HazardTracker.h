@@ -16,17 +16,28 @@
 
 namespace sinter::runtime::vulkan {
 
-/// The slots one step touches (at most three: an op's buffer operands).
+/// The slots one step touches: an op's buffer operands, or a fused kernel's (kMax at most).
 struct StepAccesses {
-  std::array<uint32_t, 3> slots{};
+  static constexpr int kMax = 8;
+  std::array<uint32_t, kMax> slots{};
   uint8_t count = 0;
   uint8_t readMask = 0, writeMask = 0; ///< bit i: slots[i]
 
-  void add(uint32_t slot, bool read, bool write) {
+  /// False when the step would touch more than kMax distinct slots (nothing is added then).
+  bool add(uint32_t slot, bool read, bool write) {
+    for (int i = 0; i < count; ++i)
+      if (slots[i] == slot) {
+        readMask |= uint8_t(read) << i;
+        writeMask |= uint8_t(write) << i;
+        return true;
+      }
+    if (count == kMax)
+      return false;
     slots[count] = slot;
     readMask |= uint8_t(read) << count;
     writeMask |= uint8_t(write) << count;
     ++count;
+    return true;
   }
   bool reads(int i) const { return (readMask >> i) & 1; }
   bool writes(int i) const { return (writeMask >> i) & 1; }

@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "runtime/vulkan/DescriptorCache.h"
 #include "runtime/vulkan/HazardTracker.h"
+#include "runtime/vulkan/LaunchGroups.h"
 #include "runtime/vulkan/PipelineCache.h"
 #include "runtime/vulkan/StagingRing.h"
 #include "runtime/vulkan/VkStatus.h"
@@ -33,15 +34,29 @@ uint8_t paramMaskOf(const KernelMember &op) {
 constexpr VkPipelineStageFlags kWorkStages =
     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
 
+// The single-op launches an attention step falls back to when its heads disagree at run time.
+struct HeadFallback {
+  std::vector<KernelMember> members;
+  std::vector<const VulkanCompiler::Built *> built;
+  std::vector<StepAccesses> access;
+  std::array<uint32_t, 6> words{};
+};
+
 // One step of a plan.
 struct Step {
   enum class Kind : uint8_t { Upload, Copy, Dispatch };
   Kind kind = Kind::Dispatch;
+  /// Upload and Copy: the entry; Dispatch: the anchor op (names, messages).
   KernelMember member;
+  /// Dispatch: every member op in KernelSpec order (one for a single-op kernel).
+  std::vector<KernelMember> members;
+  uint8_t anchor = 0;
   const VulkanCompiler::Built *built = nullptr; ///< Dispatch
   uint32_t kernelIndex = 0;                     ///< the program kernel it belongs to
-  /// Slots read and written (from opAccesses), for the barriers.
+  /// Slots read and written (from opAccesses, over every member), for the barriers.
   StepAccesses access;
+  /// Attention over heads: the heads' members run one by one when their seq_len differ.
+  std::shared_ptr<const HeadFallback> heads;
 };
 
 class VulkanPlanImpl : public Plan {
@@ -81,8 +96,10 @@ private:
                             HazardTracker &hazards);
   absl::Status recordCopy(Segment &seg, const Step &s, const OpCall &op, const PlanArgs &args,
                           HazardTracker &hazards);
-  absl::Status recordDispatch(Segment &seg, const Step &s, const OpCall &op, const PlanArgs &args,
-                              uint32_t query);
+  absl::Status recordDispatch(Segment &seg, const VulkanCompiler::Built &built,
+                              absl::Span<const OpCall> ops, size_t anchor,
+                              const std::array<uint32_t, 6> *attentionWords, const PlanArgs &args,
+                              int64_t query);
   void barrier(Segment &seg) {
     recordMemoryBarrier(seg.cmd, kWorkStages,
                         VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, kWorkStages,
@@ -108,6 +125,7 @@ private:
   std::vector<BufferRef> retired_; ///< outgrown scratch ranges, freed after the submission
   // Counters of the run in progress.
   uint64_t barriers_ = 0, submissions_ = 0, copies_ = 0, uploads_ = 0, dispatched_ = 0;
+  uint64_t fusedDispatched_ = 0;
 };
 
 std::string VulkanPlanImpl::stepName(size_t i) const {
@@ -216,23 +234,43 @@ absl::Status VulkanPlanImpl::recordCopy(Segment &seg, const Step &s, const OpCal
   return absl::OkStatus();
 }
 
-absl::Status VulkanPlanImpl::recordDispatch(Segment &seg, const Step &s, const OpCall &op,
-                                            const PlanArgs &args, uint32_t query) {
-  const VulkanKernel &k = s.built->kernel;
-  const Pipeline &p = *s.built->pipeline;
+absl::Status VulkanPlanImpl::recordDispatch(Segment &seg, const VulkanCompiler::Built &built,
+                                            absl::Span<const OpCall> ops, size_t anchor,
+                                            const std::array<uint32_t, 6> *attentionWords,
+                                            const PlanArgs &args, int64_t query) {
+  const VulkanKernel &k = built.kernel;
+  const Pipeline &p = *built.pipeline;
+  const OpCall &op = ops[anchor];
   int64_t ints[5];
   for (int i = 0; i < 5; ++i)
     ints[i] = static_cast<int64_t>(op.ints[i]);
-  std::array<uint32_t, 3> groups = k.grid(ints);
-  std::array<BufferRef, 3> refs;
-  for (uint32_t i = 0; i < k.binary.numBuffers; ++i)
-    refs[i] = *static_cast<const BufferRef *>(args.slotDevice[Trace::slotOf(op.buffers[i])]);
+  std::array<uint32_t, 3> groups =
+      k.perHead ? std::array<uint32_t, 3>{attentionWords ? (*attentionWords)[0] : 0u, 1, 1}
+                : k.grid(ints);
+  absl::InlinedVector<BufferRef, 12> refs;
+  for (uint32_t i = 0; i < k.binary.numBuffers; ++i) {
+    size_t m = k.bindingMembers.empty() ? 0 : k.bindingMembers[i];
+    size_t operand = k.bindingOperands.empty() ? i : k.bindingOperands[i];
+    if (m >= ops.size())
+      return absl::InternalError(
+          absl::StrCat("vulkan: kernel ", k.name, " binds member ", m, " of ", ops.size()));
+    refs.push_back(
+        *static_cast<const BufferRef *>(args.slotDevice[Trace::slotOf(ops[m].buffers[operand])]));
+  }
   std::array<uint32_t, 32> push{};
-  for (size_t j = 0; j < k.pushConstantInts.size(); ++j)
-    push[j] = static_cast<uint32_t>(op.ints[k.pushConstantInts[j]]);
+  size_t words = k.pushConstantInts.size() + k.extraPushWords;
+  if (words > push.size() || (k.extraPushWords > 0 && !attentionWords))
+    return absl::InternalError(
+        absl::StrCat("vulkan: kernel ", k.name, " wants ", words, " push-constant words"));
+  for (size_t j = 0; j < k.pushConstantInts.size(); ++j) {
+    size_t m = k.pushConstantMembers.empty() ? 0 : k.pushConstantMembers[j];
+    push[j] = static_cast<uint32_t>(ops[m].ints[k.pushConstantInts[j]]);
+  }
+  for (uint32_t j = 0; j < k.extraPushWords && j < 6; ++j)
+    push[k.pushConstantInts.size() + j] = (*attentionWords)[j];
   auto pushBytes = absl::MakeConstSpan(reinterpret_cast<const uint8_t *>(push.data()),
                                        k.binary.pushConstantBytes);
-  absl::Span<const BufferRef> bound(refs.data(), k.binary.numBuffers);
+  absl::Span<const BufferRef> bound(refs.data(), refs.size());
   if (groups[0] == 0 || groups[1] == 0 || groups[2] == 0)
     return absl::OkStatus();
   SINTER_RETURN_IF_ERROR(checkDispatch(device_->caps(), k.binary, bound, pushBytes, groups));
@@ -243,12 +281,16 @@ absl::Status VulkanPlanImpl::recordDispatch(Segment &seg, const Step &s, const O
   if (!pushBytes.empty())
     vkCmdPushConstants(seg.cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
                        static_cast<uint32_t>(pushBytes.size()), pushBytes.data());
-  if (queries_ != VK_NULL_HANDLE)
-    vkCmdWriteTimestamp(seg.cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_, 2 * query);
+  bool timed = queries_ != VK_NULL_HANDLE && query >= 0;
+  if (timed)
+    vkCmdWriteTimestamp(seg.cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_,
+                        static_cast<uint32_t>(2 * query));
   vkCmdDispatch(seg.cmd, groups[0], groups[1], groups[2]);
-  if (queries_ != VK_NULL_HANDLE)
-    vkCmdWriteTimestamp(seg.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, 2 * query + 1);
+  if (timed)
+    vkCmdWriteTimestamp(seg.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_,
+                        static_cast<uint32_t>(2 * query + 1));
   ++dispatched_;
+  fusedDispatched_ += ops.size() > 1;
   return absl::OkStatus();
 }
 
@@ -256,7 +298,7 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
   if (args.slotDevice.size() < numSlots_)
     return absl::FailedPreconditionError(
         "vulkan plan: the buffers are not in Vulkan device memory (no slotDevice references)");
-  barriers_ = submissions_ = copies_ = uploads_ = dispatched_ = 0;
+  barriers_ = submissions_ = copies_ = uploads_ = dispatched_ = fusedDispatched_ = 0;
   uint64_t messagesBefore = checkValidation_ ? device_->validationLog().count : 0;
   DescriptorCache &descriptors = device_->descriptors();
   descriptors.invalidateIfBuffersDestroyed(device_->memory().destroyedBlocks());
@@ -286,13 +328,34 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
       status = recordUpload(seg, i, args, hazards);
       continue;
     }
-    OpCall op = boundOp(s.member, args.params);
     if (s.kind == Step::Kind::Copy) {
-      status = recordCopy(seg, s, op, args, hazards);
+      status = recordCopy(seg, s, boundOp(s.member, args.params), args, hazards);
       continue;
     }
-    status = recordDispatch(seg, s, op, args, static_cast<uint32_t>(dispatchSteps.size()));
-    dispatchSteps.push_back(static_cast<uint32_t>(i));
+    absl::InlinedVector<OpCall, 4> ops;
+    for (const KernelMember &m : s.members)
+      ops.push_back(boundOp(m, args.params));
+    if (s.heads && !s.built->kernel.perHead) {
+      // Never: an attention step always has the per-head kernel.
+      status = absl::InternalError("vulkan: attention step without its kernel");
+    } else if (s.heads && !attentionUniform(s.heads->members, args.params)) {
+      // The heads see different seq_len this run: the members, one launch each.
+      const HeadFallback &f = *s.heads;
+      for (size_t h = 0; h < f.members.size() && status.ok(); ++h) {
+        if (hazards.needsBarrier(f.access[h])) {
+          barrier(seg);
+          hazards.clear();
+        }
+        hazards.mark(f.access[h]);
+        OpCall op = boundOp(f.members[h], args.params);
+        status =
+            recordDispatch(seg, *f.built[h], absl::MakeConstSpan(&op, 1), 0, nullptr, args, -1);
+      }
+    } else {
+      status = recordDispatch(seg, *s.built, ops, s.anchor, s.heads ? &s.heads->words : nullptr,
+                              args, static_cast<int64_t>(dispatchSteps.size()));
+      dispatchSteps.push_back(static_cast<uint32_t>(i));
+    }
     if (!status.ok())
       status =
           absl::Status(status.code(), absl::StrCat(stepName(i), " (", describeOp(s.member.entry.op),
@@ -315,6 +378,7 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
     ++st.runs;
     st.submissions += submissions_;
     st.dispatches += dispatched_;
+    st.fusedDispatches += fusedDispatched_;
     st.copies += copies_;
     st.uploads += uploads_;
     st.barriers += barriers_;
@@ -345,11 +409,14 @@ void VulkanPlanImpl::printTimes(const std::vector<uint32_t> &dispatchSteps) {
     const Step &s = steps_[dispatchSteps[q]];
     double seconds = double(ticks[2 * q + 1] - ticks[2 * q]) * period * 1e-9;
     total += seconds;
-    const OpCall &op = s.member.entry.op;
-    int64_t ints[5];
-    for (int i = 0; i < 5; ++i)
-      ints[i] = static_cast<int64_t>(op.ints[i]);
-    double bytes = double(codegen::workBytes(op.kind, op.dtype, ints));
+    double bytes = 0;
+    for (const KernelMember &m : s.heads ? s.heads->members : s.members) {
+      const OpCall &op = m.entry.op; // the integers of the trace that made the plan
+      int64_t ints[5];
+      for (int i = 0; i < 5; ++i)
+        ints[i] = static_cast<int64_t>(op.ints[i]);
+      bytes += double(codegen::workBytes(op.kind, op.dtype, ints));
+    }
     std::fprintf(stderr, "sinter-stats: vulkan %s: %.3f us, %.0f bytes, %.2f GB/s\n",
                  stepName(dispatchSteps[q]).c_str(), seconds * 1e6, bytes,
                  seconds > 0 ? bytes / seconds * 1e-9 : 0.0);
@@ -427,6 +494,30 @@ const VulkanCompiler::Built &VulkanCompiler::kernelFor(const codegen::KernelSpec
   return *kernels_.emplace(std::move(key), std::move(built)).first->second;
 }
 
+// The slots a fused launch touches: every member's, except the output of a member the kernel
+// does not store, and reads of what an earlier member produced (the kernel passes those values
+// on in registers: the products after an rms_norm prologue read the norm's input, not its
+// output). False when they are more than a step can track.
+bool launchAccesses(const Launch &l, StepAccesses *out) {
+  *out = StepAccesses{};
+  std::vector<uint32_t> produced;
+  for (size_t m = 0; m < l.members.size(); ++m) {
+    StepAccesses one = accessesOf(l.members[m].entry);
+    bool unstored = (l.spec.unstoredOutputs >> m) & 1;
+    for (int i = 0; i < one.count; ++i) {
+      bool write = one.writes(i) && !unstored;
+      bool read = one.reads(i) &&
+                  std::find(produced.begin(), produced.end(), one.slots[i]) == produced.end();
+      if ((read || write) && !out->add(one.slots[i], read, write))
+        return false;
+    }
+    for (int i = 0; i < one.count; ++i)
+      if (one.writes(i))
+        produced.push_back(one.slots[i]);
+  }
+  return true;
+}
+
 absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const KernelProgram &program) {
   std::vector<Step> steps;
   std::string description;
@@ -435,20 +526,92 @@ absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const Kerne
     for (int i = 0; i < s.access.count; ++i)
       numSlots = std::max<size_t>(numSlots, s.access.slots[i] + 1);
   };
+  // The single-op kernel of one member (an op with none fails the compilation).
+  auto singleKernel = [&](const KernelMember &member, size_t k,
+                          const Kernel &kernel) -> absl::StatusOr<const Built *> {
+    codegen::KernelSpec spec = codegen::singleOpSpec(member.entry.op, paramMaskOf(member));
+    const Built &built = kernelFor(spec);
+    if (!built.status.ok())
+      return absl::Status(
+          built.status.code() == absl::StatusCode::kUnimplemented ? built.status.code()
+                                                                  : absl::StatusCode::kInternal,
+          absl::StrCat("vulkan: no kernel for ", describeOp(member.entry.op), " (", spec.name(),
+                       ", kernel #", k, " '", kernel.name, "'): ", built.status.message()));
+    return &built;
+  };
   for (size_t k = 0; k < program.kernels.size(); ++k) {
     const Kernel &kernel = program.kernels[k];
-    if (kernel.ops.size() > 1 && options_.logFallbacks &&
-        loggedFallbacks_.emplace(kernel.name, true).second) {
-      // The SPIR-V generator builds single-op kernels only so far (KernelSpec prologue and
-      // epilogue empty): a fused kernel runs as its members, in order, in the same submission.
-      std::fprintf(stderr,
-                   "sinter: vulkan: fused kernel '%s' has no generated kernel yet; its %zu member "
-                   "ops run as single-op kernels\n",
-                   kernel.name.c_str(), kernel.ops.size());
-      absl::MutexLock lock(&shared_->mu);
-      ++shared_->stats.fusedFallbacks;
+    std::vector<Launch> launches;
+    if (kernel.ops.size() > 1)
+      launches = planLaunches(kernel);
+    // A fused launch the generator cannot build sends the whole kernel back to its members.
+    std::vector<const Built *> fusedBuilt(launches.size(), nullptr);
+    std::vector<StepAccesses> fusedAccess(launches.size());
+    for (size_t l = 0; l < launches.size(); ++l) {
+      if (launches[l].kind == Launch::Kind::Single)
+        continue;
+      const Built &built = kernelFor(launches[l].spec);
+      std::string why;
+      if (!built.status.ok())
+        why = std::string(built.status.message());
+      else if (!launchAccesses(launches[l], &fusedAccess[l]))
+        why = "it touches more buffers than a step tracks";
+      if (why.empty()) {
+        fusedBuilt[l] = &built;
+        continue;
+      }
+      if (options_.logFallbacks && loggedFallbacks_.emplace(kernel.name, true).second)
+        std::fprintf(stderr,
+                     "sinter: vulkan: fused kernel '%s' runs as its %zu member ops: kernel %s: "
+                     "%s\n",
+                     kernel.name.c_str(), kernel.ops.size(), launches[l].spec.name().c_str(),
+                     why.c_str());
+      {
+        absl::MutexLock lock(&shared_->mu);
+        ++shared_->stats.fusedFallbacks;
+      }
+      launches.clear();
+      break;
     }
-    for (const KernelMember &member : kernel.ops) {
+    if (launches.empty())
+      for (const KernelMember &member : kernel.ops) {
+        Launch one;
+        one.members.push_back(member);
+        launches.push_back(std::move(one));
+      }
+    for (size_t l = 0; l < launches.size(); ++l) {
+      const Launch &launch = launches[l];
+      if (launch.kind != Launch::Kind::Single) {
+        Step s;
+        s.kind = Step::Kind::Dispatch;
+        s.anchor = static_cast<uint8_t>(launch.spec.prologue.size());
+        s.member = launch.members[s.anchor];
+        s.members = launch.members;
+        s.kernelIndex = static_cast<uint32_t>(k);
+        s.built = fusedBuilt[l];
+        s.access = fusedAccess[l];
+        if (launch.kind == Launch::Kind::Attention) {
+          auto heads = std::make_shared<HeadFallback>();
+          heads->members = launch.headMembers;
+          heads->words = launch.attentionWords;
+          for (const KernelMember &m : launch.headMembers) {
+            SINTER_ASSIGN_OR_RETURN(const Built *b, singleKernel(m, k, kernel));
+            heads->built.push_back(b);
+            heads->access.push_back(accessesOf(m.entry));
+          }
+          s.heads = std::move(heads);
+        }
+        addSlots(s);
+        absl::StrAppend(&description, "kernel ", k, " ", kernel.name, ": spirv ",
+                        s.built->kernel.name, " (",
+                        launch.kind == Launch::Kind::Attention
+                            ? absl::StrCat(launch.attentionWords[0], " heads")
+                            : absl::StrCat(launch.members.size(), " ops"),
+                        "): ", describeOp(s.member.entry.op), "\n");
+        steps.push_back(std::move(s));
+        continue;
+      }
+      const KernelMember &member = launch.members[0];
       Step s;
       s.member = member;
       s.kernelIndex = static_cast<uint32_t>(k);
@@ -469,17 +632,10 @@ absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const Kerne
         steps.push_back(std::move(s));
         continue;
       }
-      codegen::KernelSpec spec = codegen::singleOpSpec(e.op, paramMaskOf(member));
-      const Built &built = kernelFor(spec);
-      if (!built.status.ok())
-        return absl::Status(
-            built.status.code() == absl::StatusCode::kUnimplemented ? built.status.code()
-                                                                    : absl::StatusCode::kInternal,
-            absl::StrCat("vulkan: no kernel for ", describeOp(e.op), " (", spec.name(),
-                         ", kernel #", k, " '", kernel.name, "'): ", built.status.message()));
-      s.built = &built;
-      absl::StrAppend(&description, "kernel ", k, " ", kernel.name, ": spirv ", built.kernel.name,
-                      ": ", describeOp(e.op), "\n");
+      SINTER_ASSIGN_OR_RETURN(s.built, singleKernel(member, k, kernel));
+      s.members = {member};
+      absl::StrAppend(&description, "kernel ", k, " ", kernel.name, ": spirv ",
+                      s.built->kernel.name, ": ", describeOp(e.op), "\n");
       steps.push_back(std::move(s));
     }
   }

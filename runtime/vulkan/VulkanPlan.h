@@ -34,11 +34,20 @@ namespace sinter::runtime::vulkan {
 /// One compiled kernel as the runtime dispatches it.
 struct VulkanKernel {
   std::string name;
-  /// The SPIR-V and its interface: binding i is the anchor op's buffer operand i; push-constant
-  /// word j holds ints[pushConstantInts[j]] of the op, as a u32.
+  /// The SPIR-V and its interface: binding i is buffer operand bindingOperands[i] of member
+  /// bindingMembers[i] (members in KernelSpec order: prologue, anchor, epilogue); push-constant
+  /// word j holds ints[pushConstantInts[j]] of member pushConstantMembers[j], as a u32. For a
+  /// single-op kernel the member lists may stay empty (member 0, binding i = operand i).
   KernelBinary binary;
   std::vector<uint8_t> pushConstantInts;
-  /// Workgroups for the op's integer arguments (all of them); a zero count skips the dispatch.
+  std::vector<uint8_t> pushConstantMembers;
+  std::vector<uint8_t> bindingMembers;
+  std::vector<uint8_t> bindingOperands;
+  /// Attention over heads (KernelSpec::attentionOverHeads): the words codegen::AttentionWord
+  /// lists follow the members' integers, and the grid is one workgroup per head.
+  uint32_t extraPushWords = 0;
+  bool perHead = false;
+  /// Workgroups for the anchor's integer arguments (all of them); a zero count skips the dispatch.
   std::function<std::array<uint32_t, 3>(const int64_t *ints)> grid;
 };
 
@@ -49,9 +58,10 @@ using VulkanKernelBuilder =
 /// Counters over the life of a compiler and its plans.
 struct VulkanCompilerStats {
   uint64_t plans = 0;
-  uint64_t kernelsBuilt = 0;   ///< distinct kernels built (pipelines made)
-  uint64_t kernelHits = 0;     ///< ops whose kernel was built before
-  uint64_t fusedFallbacks = 0; ///< distinct fused kernels run as their members
+  uint64_t kernelsBuilt = 0;    ///< distinct kernels built (pipelines made)
+  uint64_t kernelHits = 0;      ///< ops whose kernel was built before
+  uint64_t fusedFallbacks = 0;  ///< distinct fused kernels run as their members
+  uint64_t fusedDispatches = 0; ///< dispatches of generated fused kernels (several ops each)
   uint64_t runs = 0;
   uint64_t submissions = 0;
   uint64_t dispatches = 0;

@@ -16,45 +16,11 @@
 #include "absl/strings/str_format.h"
 #include "backends/CpuBackend.h"
 #include "sinter/Factory.h"
+#include "tests/support/FuzzCompare.h"
 #include "tests/support/FuzzGraph.h"
-#include "tests/support/Nmse.h"
 
 namespace sinter {
 namespace {
-
-std::vector<float> floatsOf(const std::vector<uint8_t> &bytes, size_t at, size_t count) {
-  std::vector<float> out(count);
-  std::memcpy(out.data(), bytes.data() + at * 4, count * 4);
-  return out;
-}
-
-// "" when `got` agrees with `want` buffer by buffer.
-std::string compare(const std::vector<uint8_t> &got, const std::vector<uint8_t> &want) {
-  if (got.size() != want.size())
-    return absl::StrFormat("read back %d bytes, the reference %d", got.size(), want.size());
-  const size_t floats = got.size() / 4;
-  const size_t cacheFloats = test::kFuzzCacheRows * test::kFuzzDim;
-  for (size_t at = 0; at < floats;) {
-    const size_t n = floats - at == cacheFloats ? cacheFloats : test::kFuzzDim;
-    std::vector<float> g = floatsOf(got, at, n), w = floatsOf(want, at, n);
-    std::vector<float> gFinite, wFinite;
-    for (size_t i = 0; i < n; ++i) {
-      if (std::isfinite(w[i])) {
-        gFinite.push_back(g[i]);
-        wFinite.push_back(w[i]);
-      } else if (std::isnan(w[i]) != std::isnan(g[i]) || (std::isinf(w[i]) && g[i] != w[i])) {
-        return absl::StrFormat("float %d: %g where the reference has %g", at + i, g[i], w[i]);
-      }
-    }
-    ::testing::AssertionResult close =
-        test::nmseWithin<float>(gFinite, wFinite, test::kF32Tolerance);
-    if (!close)
-      return absl::StrFormat("%s at floats %d..%d: %s", n == cacheFloats ? "cache" : "vector", at,
-                             at + n - 1, close.message());
-    at += n;
-  }
-  return "";
-}
 
 std::shared_ptr<codegen::CpuCompiler> sharedCompiler() {
   static std::shared_ptr<codegen::CpuCompiler> *compiler = [] {
@@ -81,11 +47,11 @@ std::string runGraph(uint32_t seed) {
       test::runFuzzGraph(seed, {fused.get(), unfused.get(), reference.get()});
   if (!result.error.empty())
     return result.error;
-  if (std::string p = compare(result.bytes[0], result.bytes[2]); !p.empty())
+  if (std::string p = test::compareFuzzBytes(result.bytes[0], result.bytes[2]); !p.empty())
     return "fused vs reference: " + p;
-  if (std::string p = compare(result.bytes[1], result.bytes[2]); !p.empty())
+  if (std::string p = test::compareFuzzBytes(result.bytes[1], result.bytes[2]); !p.empty())
     return "unfused vs reference: " + p;
-  if (std::string p = compare(result.bytes[0], result.bytes[1]); !p.empty())
+  if (std::string p = test::compareFuzzBytes(result.bytes[0], result.bytes[1]); !p.empty())
     return "fused vs unfused: " + p;
   return "";
 }

@@ -61,6 +61,18 @@ TEST_P(VulkanStories260K, DecodesTheGolden) {
   EXPECT_GE(s.runs, kGolden.size());
   EXPECT_EQ(s.submissions, s.runs) << "one submission per flush";
   EXPECT_LE(s.plans, 8u) << "a decode loop compiles a few plans, then replays them";
+  // Golden launch counts per token: unfused, every op but the copies (192); fused, per layer
+  // rms_norm+Q, +K, +V, rope, attention over the heads, wo+add, rms_norm+up, rms_norm+gate+swiglu,
+  // down+add (9, 8 of them fused), and the final rms_norm+classifier: 5 * 9 + 1 = 46.
+  if (GetParam()) {
+    EXPECT_EQ(s.fusedFallbacks, 0u);
+    EXPECT_EQ(s.dispatches, 46u * s.runs);
+    EXPECT_EQ(s.fusedDispatches, 41u * s.runs);
+    EXPECT_EQ(s.barriers, 41u * s.runs) << "no barrier between the projections of one norm";
+  } else {
+    EXPECT_EQ(s.dispatches, 192u * s.runs);
+    EXPECT_EQ(s.fusedDispatches, 0u);
+  }
   runtime::vulkan::test::expectNoValidationMessages(*device);
 }
 

@@ -1,0 +1,56 @@
+// LaunchGroups.h - how the Vulkan runtime launches the member ops of one fused kernel.
+//
+// The fusion passes say which ops belong together (a Kernel of a KernelProgram); the SPIR-V code
+// generator builds a few shapes of fused kernel (KernelSpec: an rms_norm prologue and an
+// element-wise epilogue on a quantized_matmul, attention over the heads of a layer). This file
+// matches a Kernel's members against those shapes and checks, on the slots and the integers,
+// every condition the generated code relies on; whatever does not match runs as single-op
+// launches. A horizontal group (Q, K, V after one rms_norm) becomes one launch per projection,
+// each recomputing the norm, only the first storing it: launches on distinct slots need no
+// barrier between them, so they overlap on the device.
+//
+// Plain C++ (no Vulkan, no MLIR): the matching is unit-tested on its own.
+#ifndef SINTER_RUNTIME_VULKAN_LAUNCHGROUPS_H
+#define SINTER_RUNTIME_VULKAN_LAUNCHGROUPS_H
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "codegen/KernelSpec.h"
+#include "support/KernelProgram.h"
+
+namespace sinter::runtime::vulkan {
+
+/// One launch of a kernel's members.
+struct Launch {
+  enum class Kind : uint8_t {
+    Single,    ///< one member op (or upload / copy) on its own
+    Chain,     ///< [rms_norm] quantized_matmul [silu | add | element_mul ...]
+    Attention, ///< attn_score, softmax, attn_value for every head of a layer
+  };
+  Kind kind = Kind::Single;
+  /// The members in KernelSpec order (prologue, anchor, epilogue). Attention: head 0's three.
+  /// An add or element_mul of an epilogue has its operands swapped when the chained value was
+  /// its second (both commute exactly), so its first input is always the previous output.
+  std::vector<KernelMember> members;
+  /// Chain and Attention: what to build (members' shapes, unstoredOutputs, attentionOverHeads).
+  codegen::KernelSpec spec;
+  /// Attention: every head's members in order (score, softmax, value per head) for the run-time
+  /// check that all heads see the same seq_len, and for running them one by one when not.
+  std::vector<KernelMember> headMembers;
+  /// Attention: codegen::AttentionWord values (heads, heads per K/V head, the four strides).
+  std::array<uint32_t, 6> attentionWords{};
+};
+
+/// The launches of `kernel`, in an order that computes what its members do in sequence.
+std::vector<Launch> planLaunches(const Kernel &kernel);
+
+/// For an Attention launch's headMembers: true when every head's seq_len (and softmax size)
+/// bound for this run equals head 0's, so the generated kernel computes what the members would.
+bool attentionUniform(absl::Span<const KernelMember> headMembers,
+                      absl::Span<const uint64_t> params);
+
+} // namespace sinter::runtime::vulkan
+
+#endif // SINTER_RUNTIME_VULKAN_LAUNCHGROUPS_H

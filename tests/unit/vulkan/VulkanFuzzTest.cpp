@@ -1,0 +1,159 @@
+// VulkanFuzzTest.cpp - the `vulkan` kind, fused and unfused, against the reference backend on
+// random graphs and on a synthetic grouped-query model, under the validation layer.
+//
+// FusionFuzz: the fusion fuzzer's random call sequences (tests/support/FuzzGraph.h), 400 by
+// default (SINTER_FUZZ_GRAPHS=N for more), every buffer read back within SEMANTICS.md's f32 NMSE
+// of the reference. SyntheticDecode: the "micro" preset
+// (4 heads sharing 2 K/V heads, head_dim 64) in Q4_0 and Q8_0, eight decode steps whose logits
+// must agree with the reference's, with the fused launches (rms_norm prologues, epilogues,
+// attention over the heads) actually taken. Skips when there is no Vulkan device or SPIR-V
+// generator.
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "VulkanTestUtil.h"
+#include "absl/strings/numbers.h"
+#include "absl/synchronization/mutex.h"
+#include "backends/VulkanBackend.h"
+#include "sinter/Factory.h"
+#include "tests/support/FuzzCompare.h"
+#include "tests/support/FuzzGraph.h"
+#include "tests/support/Nmse.h"
+#include "tools/model/Decoder.h"
+#include "tools/model/Synthetic.h"
+
+namespace sinter {
+namespace {
+
+using runtime::vulkan::VulkanDevice;
+
+// One device and one memo of built kernels for every backend of the suite: each kernel shape
+// goes through MLIR once.
+struct Shared {
+  std::shared_ptr<VulkanDevice> device;
+  runtime::vulkan::VulkanKernelBuilder builder;
+};
+
+Shared &shared() {
+  static Shared *s = [] {
+    auto *made = new Shared;
+    made->device = runtime::vulkan::test::makeDevice();
+    if (!made->device || !haveSpirvCodegen())
+      return made;
+    auto inner = spirvCodegenBuilder(made->device->caps());
+    auto memo = std::make_shared<std::pair<
+        absl::Mutex, std::map<std::string, absl::StatusOr<runtime::vulkan::VulkanKernel>>>>();
+    made->builder = [inner, memo](const codegen::KernelSpec &spec) {
+      absl::MutexLock lock(&memo->first);
+      auto found = memo->second.find(spec.key());
+      if (found == memo->second.end())
+        found = memo->second.emplace(spec.key(), inner(spec)).first;
+      return found->second;
+    };
+    return made;
+  }();
+  return *s;
+}
+
+std::unique_ptr<ComputeBackend>
+vulkanBackend(bool fusion, std::shared_ptr<runtime::vulkan::VulkanStatsSink> st) {
+  BackendOptions o;
+  o.kind = "vulkan";
+  o.fusion = fusion;
+  VulkanBackendOptions v;
+  v.device = shared().device;
+  v.builder = shared().builder;
+  v.stats = std::move(st);
+  v.logFallbacks = false;
+  absl::StatusOr<std::unique_ptr<ComputeBackend>> b = createVulkanBackend(o, v);
+  EXPECT_TRUE(b.ok()) << b.status();
+  return b.ok() ? std::move(*b) : nullptr;
+}
+
+class VulkanFuzzTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (!haveSpirvCodegen())
+      GTEST_SKIP() << "the SPIR-V code generator is not in this build";
+    if (!shared().device)
+      GTEST_SKIP() << "no Vulkan device on this machine";
+  }
+  void TearDown() override {
+    if (shared().device)
+      runtime::vulkan::test::expectNoValidationMessages(*shared().device);
+  }
+};
+
+TEST_F(VulkanFuzzTest, FusionFuzzGraphsAgreeWithTheReference) {
+  int n = test::fuzzGraphCount(400);
+  int first = 1;
+  if (const char *s = std::getenv("SINTER_FUZZ_SEED"); s && absl::SimpleAtoi(s, &first))
+    n = first; // reproduce one graph: SINTER_FUZZ_SEED=N
+  auto stats = std::make_shared<runtime::vulkan::VulkanStatsSink>();
+  int failures = 0;
+  for (int seed = first; seed <= n && failures < 5; ++seed) {
+    std::unique_ptr<ComputeBackend> fused = vulkanBackend(true, stats);
+    std::unique_ptr<ComputeBackend> unfused = vulkanBackend(false, nullptr);
+    std::unique_ptr<ComputeBackend> reference = *createBackend(BackendOptions{});
+    ASSERT_TRUE(fused && unfused);
+    test::FuzzGraphResult r =
+        test::runFuzzGraph(uint32_t(seed), {fused.get(), unfused.get(), reference.get()});
+    std::string problem = r.error;
+    if (problem.empty())
+      if (std::string p = test::compareFuzzBytes(r.bytes[0], r.bytes[2]); !p.empty())
+        problem = "fused vs reference: " + p;
+    if (problem.empty())
+      if (std::string p = test::compareFuzzBytes(r.bytes[1], r.bytes[2]); !p.empty())
+        problem = "unfused vs reference: " + p;
+    if (!problem.empty()) {
+      ++failures;
+      ADD_FAILURE() << "graph seed " << seed << ": " << problem;
+    }
+  }
+  runtime::vulkan::VulkanCompilerStats s = stats->get();
+  std::printf("%d graphs: %llu dispatches, %llu of fused kernels, %llu fused fallbacks\n",
+              n - first + 1, static_cast<unsigned long long>(s.dispatches),
+              static_cast<unsigned long long>(s.fusedDispatches),
+              static_cast<unsigned long long>(s.fusedFallbacks));
+  EXPECT_GT(s.fusedDispatches, 0u) << "the graphs exercise generated fused kernels";
+  RecordProperty("graphs", n);
+}
+
+class VulkanSyntheticDecode : public VulkanFuzzTest, public ::testing::WithParamInterface<DType> {};
+
+TEST_P(VulkanSyntheticDecode, LogitsAgreeWithTheReference) {
+  model::SyntheticOptions so;
+  so.dtype = GetParam();
+  absl::StatusOr<model::ModelWeights> w = model::generatePreset("micro", so);
+  ASSERT_TRUE(w.ok()) << w.status();
+  auto stats = std::make_shared<runtime::vulkan::VulkanStatsSink>();
+  std::unique_ptr<ComputeBackend> fused = vulkanBackend(true, stats);
+  std::unique_ptr<ComputeBackend> reference = *createBackend(BackendOptions{});
+  ASSERT_TRUE(fused);
+  auto a = model::Decoder::create(*fused, *w);
+  auto b = model::Decoder::create(*reference, *w);
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::vector<float> got(w->config.vocabSize), want(w->config.vocabSize);
+  for (uint32_t pos = 0; pos < 8; ++pos) {
+    uint32_t token = (pos * 37 + 5) % w->config.vocabSize;
+    ASSERT_TRUE((*a)->step(token, pos, absl::MakeSpan(got)).ok());
+    ASSERT_TRUE((*b)->step(token, pos, absl::MakeSpan(want)).ok());
+    EXPECT_TRUE(test::nmseWithin<float>(got, want, test::kF32Tolerance)) << "position " << pos;
+  }
+  runtime::vulkan::VulkanCompilerStats s = stats->get();
+  EXPECT_EQ(s.fusedFallbacks, 0u);
+  // Per layer 8 fused launches of 9 (rope alone), plus the final norm and classifier.
+  EXPECT_EQ(s.fusedDispatches, (8u * w->config.nLayers + 1) * s.runs);
+}
+
+INSTANTIATE_TEST_SUITE_P(DTypes, VulkanSyntheticDecode, ::testing::Values(DType::Q4_0, DType::Q8_0),
+                         [](const ::testing::TestParamInfo<DType> &info) {
+                           return std::string(dtypeName(info.param));
+                         });
+
+} // namespace
+} // namespace sinter

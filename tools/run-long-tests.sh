@@ -6,7 +6,11 @@
 #          build-asan/ (a full second build: about as long as the main one, plus the tests at
 #          ~3x their normal time)
 #   tsan   the concurrency tests (threads on one backend, the C ABI from threads, the lazy
-#          backend, the thread pool, the soak) under ThreadSanitizer, in build-tsan/
+#          backend, the thread pool, the soak) under ThreadSanitizer, in build-tsan/. Debian's
+#          Abseil is not built with TSan, so these tests link tests/reliability/TsanAbslMutex.cpp,
+#          which gives TSan absl::Mutex's lock/unlock events (no suppressions: without it every
+#          access guarded by an absl::Mutex is a false report); TsanAbslMutexCheck checks that
+#          it hides no real race
 #   soak   the soak test with SINTER_LONG_SOAK_CALLS calls per test (default 20,000,000: minutes)
 #   fuzz   each libFuzzer target for SINTER_LONG_FUZZ_TIME seconds (default 600) and the fusion
 #          fuzzers on 10000 graphs
@@ -28,6 +32,7 @@ stages=("$@")
 configure_sanitized() { # dir flags
   cmake -S "$root" -B "$1" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSINTER_SHARED_DIR="$shared" \
     -DSINTER_BUILD_BENCH=OFF -DSINTER_BUILD_FUZZERS=OFF -DSINTER_SANITIZER_TWINS=OFF \
+    -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
     -DCMAKE_C_FLAGS="$2" -DCMAKE_CXX_FLAGS="$2" -DCMAKE_EXE_LINKER_FLAGS="$2" \
     -DCMAKE_SHARED_LINKER_FLAGS="$2" >/dev/null
 }
@@ -55,7 +60,8 @@ stage_asan() {
 stage_tsan() {
   local dir=$root/build-tsan
   configure_sanitized "$dir" "-fsanitize=thread -fno-omit-frame-pointer"
-  local tests=(ConcurrencyTest CApiThreadTest LazyBackendTest ThreadPoolTest SoakTest)
+  local tests=(ConcurrencyTest CApiThreadTest LazyBackendTest ThreadPoolTest SoakTest
+    TsanAbslMutexCheck)
   timed "tsan build" ninja -C "$dir" -j "$jobs" "${tests[@]}"
   (cd "$dir" && timed "tsan tests" env TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     SINTER_SOAK_CALLS=200000 ctest --output-on-failure -j "$jobs" --timeout 3600 \
@@ -70,7 +76,11 @@ stage_soak() {
 
 stage_fuzz() {
   local seconds=${SINTER_LONG_FUZZ_TIME:-600}
-  ninja -C "$main" -j "$jobs"
+  # Only what this stage runs (the fuzzers, the seed writers, the fusion-fuzzer tests), not the
+  # whole build; then the seeds (the CTest fixtures that write them).
+  ninja -C "$main" -j "$jobs" gguf_fuzz capi_fuzz trace_fuzz sinter-run sinter-dump \
+    FusionFuzzTest CpuFuzzTest
+  (cd "$main" && ctest --output-on-failure -R "_fuzz_seed_")
   local fuzz=$main/tests/fuzz
   timed "gguf fuzz" "$fuzz/GgufFuzz" -max_total_time="$seconds" -rss_limit_mb=2048 \
     -max_len=65536 -print_final_stats=1 "$fuzz/gguf_corpus" "$fuzz/gguf_seeds"

@@ -10,7 +10,7 @@
 #   summary.json       per test binary: passed/failed/skipped and failing names; the benchmark rows
 #   vulkan-decode.json Google Benchmark's JSON
 #   tests.log          the test binaries' output
-#   stats.log          SINTER_STATS=1 of a few fused tinyllama tokens: per-kernel device times
+#   kernels.json       SINTER_STATS=1 of a few fused tokens, folded per kernel (fold-stats.py)
 # One device call (the timeouts below keep it inside the 600 s limit):
 #   run(command="bash bench/vulkan/run-h200.sh", carry=[".gl", ".carry"], timeout_s=600)
 # `bash bench/vulkan/run-h200.sh tests` or `... bench` runs one half (two calls, more slack).
@@ -57,7 +57,8 @@ export SINTER_VK_DEVICE=${SINTER_VK_DEVICE:-nvidia}
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >>"$log" 2>&1 || true
 
 # 4. Tests, each with its gtest JSON (folded into summary.json below).
-tests=(VulkanDeviceTest VulkanRuntimeTest VulkanBackendTest VulkanStories260KTest ConformanceTest)
+tests=(VulkanDeviceTest VulkanRuntimeTest VulkanBackendTest VulkanStories260KTest VulkanFuzzTest
+  ConformanceTest)
 [ "$what" = bench ] && tests=()
 for t in "${tests[@]}"; do
   filter='*'
@@ -75,10 +76,16 @@ if [ "$what" != tests ]; then
     --benchmark_min_time="${SINTER_BENCH_MIN_TIME:-2}" \
     --benchmark_out="$out/vulkan-decode.json" --benchmark_out_format=json >>"$log" 2>&1
   say "bench exit $?"
-  SINTER_STATS=1 SINTER_BENCH_PRESETS=tinyllama-1.1b timeout 40 \
-    "$dest/bin/sinter-bench-vulkan-decode" --benchmark_filter=fused --benchmark_min_time=0.01 \
-    >"$out/stats.log" 2>&1
-  say "stats run exit $?"
+  # Per-kernel device times of the fused decode (SINTER_STATS=1 prints one line per dispatch
+  # per flush: tens of MB), folded here into kernels.json: per kernel name, launches and
+  # microseconds per token, bytes/s, and the share of the token's kernel time.
+  for preset in ${SINTER_BENCH_PRESETS:-tinyllama-1.1b llama-7b}; do
+    preset=${preset//,/ }
+    SINTER_STATS=1 SINTER_BENCH_PRESETS=$preset timeout 100 \
+      "$dest/bin/sinter-bench-vulkan-decode" --benchmark_filter=fused --benchmark_min_time=0.01 \
+      2>&1 | python3 "$root/bench/vulkan/fold-stats.py" "$preset" >>"$out/kernels.json"
+    say "stats run $preset exit ${PIPESTATUS[0]}"
+  done
 fi
 
 # 6. summary.json: test counts and benchmark rows side by side.
@@ -106,6 +113,14 @@ if os.path.exists(bench):
                "dispatches_per_token", "submits_per_token", "barriers_per_token", "kernel_ms",
                "plan_misses")}
         summary["bench"].append(row)
+kernels = os.path.join(out, "kernels.json")
+if os.path.exists(kernels):
+    summary["kernels"] = []
+    for line in open(kernels):
+        if line.strip():
+            k = json.loads(line)
+            k["kernels"] = k.get("kernels", [])[:12]
+            summary["kernels"].append(k)
 json.dump(summary, open(os.path.join(out, "summary.json"), "w"), indent=1)
 print(json.dumps(summary, indent=1))
 PY

@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""Folds SINTER_STATS=1 output of the Vulkan decode benchmark into one JSON line per preset.
+
+stdin: the benchmark's stderr, where each flush prints one line per dispatch
+  sinter-stats: vulkan kernel #K NAME: T us, B bytes, G GB/s
+and a summary line
+  sinter-stats: vulkan flush: N dispatches, T us of kernel time
+Only the flushes with the most dispatches count (the decode steps; the warm-up's uploads and
+other small flushes are left out). Output: {"preset", "tokens", "kernel_us_per_token",
+"dispatches_per_token", "kernels": [{"name", "launches_per_token", "us_per_token", "us_per_launch",
+"GB_per_s", "share"}...]} with the kernels sorted by time, slowest first.
+"""
+import collections
+import json
+import re
+import sys
+
+KERNEL = re.compile(r"sinter-stats: vulkan kernel #\d+ (\S+): ([\d.]+) us, (\d+) bytes")
+FLUSH = re.compile(r"sinter-stats: vulkan flush: (\d+) dispatches, ([\d.]+) us")
+
+
+def main():
+    preset = sys.argv[1] if len(sys.argv) > 1 else "?"
+    flushes, current = [], []
+    for line in sys.stdin:
+        m = KERNEL.match(line)
+        if m:
+            current.append((m.group(1), float(m.group(2)), int(m.group(3))))
+            continue
+        m = FLUSH.match(line)
+        if m:
+            flushes.append((int(m.group(1)), float(m.group(2)), current))
+            current = []
+    if not flushes:
+        print(json.dumps({"preset": preset, "error": "no sinter-stats lines"}))
+        return
+    most = max(f[0] for f in flushes)
+    steps = [f for f in flushes if f[0] == most]
+    time = collections.defaultdict(float)
+    count = collections.Counter()
+    nbytes = collections.defaultdict(int)
+    for _, _, kernels in steps:
+        for name, us, b in kernels:
+            time[name] += us
+            count[name] += 1
+            nbytes[name] += b
+    tokens = len(steps)
+    total = sum(f[1] for f in steps) / tokens
+    rows = []
+    for name in sorted(time, key=lambda n: -time[n]):
+        rows.append({
+            "name": name,
+            "launches_per_token": count[name] / tokens,
+            "us_per_token": round(time[name] / tokens, 2),
+            "us_per_launch": round(time[name] / count[name], 3),
+            "GB_per_s": round(nbytes[name] / (time[name] * 1e3), 1) if time[name] else 0,
+            "share": round(time[name] / tokens / total, 4) if total else 0,
+        })
+    print(json.dumps({"preset": preset, "tokens": tokens, "kernel_us_per_token": round(total, 1),
+                      "dispatches_per_token": most, "kernels": rows}))
+
+
+if __name__ == "__main__":
+    main()

@@ -9,6 +9,7 @@
 // the plans (position a plan parameter, as in a real decode); plan_misses counts compilations
 // inside the timed loop (0 means every timed token ran cached plans). read_fraction is the
 // effective bandwidth over BM_ReadBandwidth's 2-thread figure, measured in the same process.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -176,6 +177,67 @@ BENCHMARK_CAPTURE(BM_TinyllamaDecode, lazy_unfused, Mode::Unfused)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->MinTime(4);
+
+// Fused, lazy-unfused and eager decoding side by side: one backend of each mode, and each round
+// of the timed loop decodes one token on every mode in turn, so all three see the same load on a
+// shared machine. Per mode: the median and best time per token over the rounds.
+void BM_TinyllamaDecodeSideBySide(benchmark::State &state) {
+  const model::ModelWeights &weights = tinyllama();
+  const Mode modes[3] = {Mode::Fused, Mode::Unfused, Mode::Eager};
+  const char *names[3] = {"fused", "unfused", "eager"};
+  std::vector<std::unique_ptr<ComputeBackend>> backends;
+  std::vector<std::unique_ptr<model::Decoder>> decoders;
+  std::vector<float> logits(weights.config.vocabSize);
+  for (Mode mode : modes) {
+    absl::StatusOr<std::unique_ptr<ComputeBackend>> backend = createBackend(optionsFor(mode));
+    if (!backend.ok()) {
+      state.SkipWithError(std::string(backend.status().message()).c_str());
+      return;
+    }
+    model::DecoderOptions dopts;
+    dopts.maxContext = kPosition + 1;
+    auto decoder = model::Decoder::create(**backend, weights, dopts);
+    if (!decoder.ok()) {
+      state.SkipWithError(std::string(decoder.status().message()).c_str());
+      return;
+    }
+    for (uint32_t pos = kPosition - 2; pos <= kPosition; ++pos)
+      if (absl::Status s = (*decoder)->step(1, pos, absl::MakeSpan(logits)); !s.ok()) {
+        state.SkipWithError(std::string(s.message()).c_str());
+        return;
+      }
+    backends.push_back(std::move(*backend));
+    decoders.push_back(std::move(*decoder));
+  }
+  std::vector<double> seconds[3];
+  for (auto _ : state) {
+    for (int m = 0; m < 3; ++m) {
+      auto start = Clock::now();
+      absl::Status s = decoders[m]->step(1, kPosition, absl::MakeSpan(logits));
+      seconds[m].push_back(std::chrono::duration<double>(Clock::now() - start).count());
+      if (!s.ok()) {
+        state.SkipWithError(std::string(s.message()).c_str());
+        return;
+      }
+    }
+  }
+  const double bytes = double(bytesPerToken(weights, kPosition));
+  double median[3];
+  for (int m = 0; m < 3; ++m) {
+    std::vector<double> &t = seconds[m];
+    std::sort(t.begin(), t.end());
+    median[m] = t[t.size() / 2];
+    state.counters[std::string(names[m]) + "_tok_s"] = 1.0 / median[m];
+    state.counters[std::string(names[m]) + "_best_tok_s"] = 1.0 / t.front();
+    state.counters[std::string(names[m]) + "_read_frac"] = bytes / median[m] / readBandwidth();
+  }
+  state.counters["fused_vs_eager"] = median[2] / median[0];
+  state.counters["fused_vs_unfused"] = median[1] / median[0];
+}
+BENCHMARK(BM_TinyllamaDecodeSideBySide)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(40);
 
 // Cold compile: a fresh cpu backend (fused; its own JIT and kernel cache, SINTER_CACHE_DIR
 // unset) and the plan compile of the first decode step: fusion pipeline, kernel generation, O3

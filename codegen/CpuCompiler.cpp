@@ -7,10 +7,12 @@
 // inline or across the pool.
 #include "codegen/CpuCompiler.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/FaultInjection.h" // inline checks only: no link dependency on the runtime
 
@@ -38,27 +40,265 @@ struct Step {
   size_t kernelIndex = 0; ///< the program kernel this step belongs to
 };
 
+// A step's integers and buffer addresses for one run.
+struct Bound {
+  int64_t ints[5];
+  uint8_t *buffers[3];
+};
+
+Bound bind(const Step &step, const PlanArgs &args) {
+  const OpCall &op = step.op.entry.op;
+  Bound b;
+  for (int i = 0; i < 5; ++i) {
+    int32_t p = step.op.paramOf[i];
+    b.ints[i] = static_cast<int64_t>(p >= 0 ? args.params[p] : op.ints[i]);
+  }
+  for (int i = 0; i < 3; ++i)
+    b.buffers[i] =
+        i < opInfo(op.kind).numBuffers ? args.slotData[Trace::slotOf(op.buffers[i])] : nullptr;
+  return b;
+}
+
+const OpCall &opOf(const Step &step) { return step.op.entry.op; }
+uint32_t slotOf(const Step &step, int operand) {
+  return Trace::slotOf(opOf(step).buffers[operand]);
+}
+bool isParam(const Step &step, int i) { return step.op.paramOf[i] >= 0; }
+
+// One quantized_matmul of a row launch and the element-wise ops applied to its rows after it
+// (each element-wise op's element i is the anchor's row i).
+struct Segment {
+  size_t anchor = 0;            ///< step index
+  std::vector<size_t> epilogue; ///< step indices, in order
+};
+
+// Segments over one row index space, run one after another on each range of rows. A segment
+// without an epilogue may come first so that a later one's epilogue reads its rows (SwiGLU's up
+// projection before the gate's silu and element_mul).
+struct Lane {
+  std::vector<Segment> segments;
+};
+
+// How the steps of one program kernel run:
+// - Serial: member by member, each op's parallel dimension split across the pool (the unfused
+//   way; every kernel that is not one of the two shapes below, or has a reference member).
+// - Rows: `pre` in order, then ONE parallel loop over the rows of every lane (the quantized_matmul
+//   anchors of a horizontal group, each with its element-wise epilogue applied to the same rows
+//   inside the same task), then `post` in order (rope, KV-cache writes).
+// - Attention: `heads` groups of attn_score, softmax, attn_value as one parallel loop over heads,
+//   each head's scores in scratch memory of its own except the last head's, which go to the
+//   shared scores buffer: afterwards it holds what the unfused order leaves there.
+struct Launch {
+  enum class Kind { Serial, Rows, Attention } kind = Kind::Serial;
+  size_t first = 0, last = 0; ///< the kernel's steps [first, last)
+  std::vector<size_t> pre, post;
+  size_t rowFirst = 0, rowLast = 0; ///< Rows: the steps of the loop, [rowFirst, rowLast)
+  std::vector<Lane> lanes;
+  size_t heads = 0; ///< Attention: steps first + 3h, +1, +2 are head h's
+};
+
+bool isRowEpilogueKind(OpKind kind) {
+  return kind == OpKind::Add || kind == OpKind::Silu || kind == OpKind::ElementMul;
+}
+
+// Attention over heads: repeated (attn_score, softmax, attn_value) groups that share one scores
+// buffer (score's output, softmax in place, value's weights), read q, K and V that no member
+// writes, and write disjoint ranges of one output that none of them reads.
+bool matchAttention(const std::vector<Step> &steps, Launch &launch) {
+  size_t n = launch.last - launch.first;
+  if (n < 6 || n % 3 != 0)
+    return false;
+  const Step &first = steps[launch.first];
+  uint32_t scores = slotOf(first, 2), out = slotOf(steps[launch.first + 2], 2);
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (size_t i = launch.first; i < launch.last; i += 3) {
+    const Step &s = steps[i], &m = steps[i + 1], &v = steps[i + 2];
+    if (opOf(s).kind != OpKind::AttnScore || opOf(m).kind != OpKind::Softmax ||
+        opOf(v).kind != OpKind::AttnValue)
+      return false;
+    if (slotOf(s, 2) != scores || slotOf(m, 0) != scores || slotOf(m, 1) != scores ||
+        slotOf(v, 0) != scores || slotOf(v, 2) != out)
+      return false;
+    for (uint32_t input : {slotOf(s, 0), slotOf(s, 1), slotOf(v, 1)})
+      if (input == scores || input == out)
+        return false;
+    if (isParam(v, 0) || isParam(v, 4)) // head_dim and out_offset place the output
+      return false;
+    ranges.emplace_back(opOf(v).ints[4], opOf(v).ints[4] + opOf(v).ints[0]);
+  }
+  if (out == scores)
+    return false;
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 1; i < ranges.size(); ++i)
+    if (ranges[i].first < ranges[i - 1].second)
+      return false;
+  launch.kind = Launch::Kind::Attention;
+  launch.heads = n / 3;
+  return true;
+}
+
+// A row launch: the steps before the first quantized_matmul, a run of quantized_matmuls (none
+// reads or writes another's operands), the element-wise ops after them that can be applied row by
+// row as epilogues, and the rest.
+bool matchRows(const std::vector<Step> &steps, Launch &launch) {
+  size_t i = launch.first;
+  while (i < launch.last && opOf(steps[i]).kind != OpKind::QuantizedMatmul)
+    ++i;
+  if (i == launch.last)
+    return false;
+  launch.rowFirst = i;
+  std::vector<uint32_t> wholeReads; // the matrices and x vectors of the anchors
+  std::vector<uint32_t> written;    // every buffer the loop writes
+  for (; i < launch.last && opOf(steps[i]).kind == OpKind::QuantizedMatmul; ++i) {
+    wholeReads.push_back(slotOf(steps[i], 0));
+    wholeReads.push_back(slotOf(steps[i], 1));
+    written.push_back(slotOf(steps[i], 2));
+    launch.lanes.push_back(Lane{{Segment{i, {}}}});
+  }
+  auto contains = [](const std::vector<uint32_t> &v, uint32_t x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
+  for (uint32_t w : written)
+    if (contains(wholeReads, w) || std::count(written.begin(), written.end(), w) > 1)
+      return false;
+  // The buffer each segment's chain ends in, the buffers it owns (writes) and reads by element.
+  struct Chain {
+    size_t lane, segment;
+    uint32_t tail;
+    std::vector<uint32_t> owned, elementReads;
+    bool provider = false; ///< read by another lane's epilogue: gets no epilogue of its own
+  };
+  std::vector<Chain> chains;
+  for (size_t l = 0; l < launch.lanes.size(); ++l) {
+    uint32_t out = slotOf(steps[launch.lanes[l].segments[0].anchor], 2);
+    chains.push_back(Chain{l, 0, out, {out}, {}});
+  }
+  auto rowsOf = [&](const Chain &c) {
+    return opOf(steps[launch.lanes[c.lane].segments[c.segment].anchor]).ints[0];
+  };
+  auto staticRows = [&](const Chain &c) {
+    return !isParam(steps[launch.lanes[c.lane].segments[c.segment].anchor], 0);
+  };
+  for (; i < launch.last; ++i) {
+    const Step &e = steps[i];
+    const OpCall &op = opOf(e);
+    if (!isRowEpilogueKind(op.kind) || isParam(e, 0) || !e.fn)
+      break;
+    int numInputs = op.kind == OpKind::Silu ? 1 : 2;
+    uint32_t in[2] = {slotOf(e, 0), numInputs == 2 ? slotOf(e, 1) : slotOf(e, 0)};
+    uint32_t out = slotOf(e, numInputs);
+    Chain *chain = nullptr;
+    for (Chain &c : chains)
+      if (!c.provider && (c.tail == in[0] || c.tail == in[1]) && staticRows(c) &&
+          uint64_t(rowsOf(c)) == op.ints[0])
+        chain = &c;
+    if (!chain)
+      break;
+    uint32_t other = chain->tail == in[0] ? in[1] : in[0];
+    Chain *provider = nullptr;
+    if (other != chain->tail && contains(written, other)) {
+      // Only another lane's bare anchor output, moved into this lane before it.
+      for (Chain &c : chains)
+        if (&c != chain && c.owned.size() == 1 && c.owned[0] == other && c.elementReads.empty() &&
+            launch.lanes[c.lane].segments.size() == 1 && staticRows(c) &&
+            rowsOf(c) == rowsOf(*chain))
+          provider = &c;
+      if (!provider)
+        break;
+    }
+    // The output: not an anchor's matrix or x, not another chain's buffer or element read.
+    bool clash = contains(wholeReads, out);
+    for (const Chain &c : chains)
+      if (&c != chain && (contains(c.owned, out) || contains(c.elementReads, out)))
+        clash = true;
+    for (const Chain &c : chains)
+      if (&c != chain && &c != provider && contains(c.owned, other))
+        clash = true;
+    if (clash)
+      break;
+    if (provider && !provider->provider) {
+      // Move the provider's segment to the front of this chain's lane.
+      Lane &from = launch.lanes[provider->lane];
+      Lane &to = launch.lanes[chain->lane];
+      to.segments.insert(to.segments.begin(), from.segments[0]);
+      from.segments.clear();
+      for (Chain &c : chains)
+        if (c.lane == chain->lane)
+          ++c.segment;
+      provider->lane = chain->lane;
+      provider->segment = 0;
+      provider->provider = true;
+    }
+    launch.lanes[chain->lane].segments[chain->segment].epilogue.push_back(i);
+    if (other != chain->tail)
+      chain->elementReads.push_back(other);
+    chain->tail = out;
+    chain->owned.push_back(out);
+    written.push_back(out);
+  }
+  launch.rowLast = i;
+  launch.lanes.erase(std::remove_if(launch.lanes.begin(), launch.lanes.end(),
+                                    [](const Lane &l) { return l.segments.empty(); }),
+                     launch.lanes.end());
+  for (size_t p = launch.first; p < launch.rowFirst; ++p)
+    launch.pre.push_back(p);
+  for (size_t p = launch.rowLast; p < launch.last; ++p)
+    launch.post.push_back(p);
+  launch.kind = Launch::Kind::Rows;
+  return true;
+}
+
+// How each program kernel's steps [first, last) run.
+std::vector<Launch> planLaunches(const std::vector<Step> &steps) {
+  std::vector<Launch> launches;
+  for (size_t first = 0; first < steps.size();) {
+    size_t last = first + 1;
+    while (last < steps.size() && steps[last].kernelIndex == steps[first].kernelIndex)
+      ++last;
+    Launch launch;
+    launch.first = first;
+    launch.last = last;
+    bool jitOnly = true;
+    for (size_t i = first; i < last; ++i)
+      jitOnly = jitOnly && !steps[i].upload && steps[i].fn;
+    if (jitOnly && last - first > 1 && !matchAttention(steps, launch)) {
+      Launch rows = launch;
+      if (matchRows(steps, rows))
+        launch = std::move(rows);
+    }
+    launches.push_back(std::move(launch));
+    first = last;
+  }
+  return launches;
+}
+
 class CpuPlan : public Plan {
 public:
-  CpuPlan(std::vector<Step> steps, size_t launches, std::string description,
-          std::shared_ptr<CpuJit> jit, ThreadPool *pool, uint64_t minParallelBytes)
-      : steps_(std::move(steps)), launches_(launches), description_(std::move(description)),
-        jit_(std::move(jit)), pool_(pool), minParallelBytes_(minParallelBytes) {}
+  CpuPlan(std::vector<Step> steps, std::vector<Launch> plan, size_t launches,
+          std::string description, std::shared_ptr<CpuJit> jit, ThreadPool *pool,
+          uint64_t minParallelBytes)
+      : steps_(std::move(steps)), plan_(std::move(plan)), launches_(launches),
+        description_(std::move(description)), jit_(std::move(jit)), pool_(pool),
+        minParallelBytes_(minParallelBytes) {}
 
   absl::Status run(const PlanArgs &args) override {
-    for (const Step &step : steps_) {
-      const TraceEntry &entry = step.op.entry;
-      if (step.upload) {
-        const std::vector<uint8_t> &bytes = *args.payloads[entry.payload];
-        std::memcpy(args.slotData[entry.uploadSlot], bytes.data(), entry.uploadBytes);
-        continue;
+    for (const Launch &launch : plan_) {
+      switch (launch.kind) {
+      case Launch::Kind::Serial:
+        for (size_t i = launch.first; i < launch.last; ++i)
+          runStep(steps_[i], args);
+        break;
+      case Launch::Kind::Rows:
+        for (size_t i : launch.pre)
+          runStep(steps_[i], args);
+        runRows(launch, args);
+        for (size_t i : launch.post)
+          runStep(steps_[i], args);
+        break;
+      case Launch::Kind::Attention:
+        runAttention(launch, args);
+        break;
       }
-      if (!step.fn) {
-        OpCall op = boundOp(step.op, args.params);
-        executeReference(op, [&](BufferHandle h) { return args.slotData[Trace::slotOf(h)]; });
-        continue;
-      }
-      runKernel(step, args);
     }
     return absl::OkStatus();
   }
@@ -67,35 +307,136 @@ public:
   std::string describe() const override { return description_; }
 
 private:
-  void runKernel(const Step &step, const PlanArgs &args) const {
-    const OpCall &op = step.op.entry.op;
-    int64_t ints[5];
-    for (int i = 0; i < 5; ++i) {
-      int32_t p = step.op.paramOf[i];
-      ints[i] = static_cast<int64_t>(p >= 0 ? args.params[p] : op.ints[i]);
+  bool serial(uint64_t units, uint64_t bytes) const {
+    return units <= 1 || bytes < minParallelBytes_ || pool_->size() == 1;
+  }
+  uint64_t grainOf(uint64_t units, uint64_t bytes) const {
+    return std::max<uint64_t>(1, units * kMinChunkBytes / std::max<uint64_t>(bytes, 1));
+  }
+
+  void runStep(const Step &step, const PlanArgs &args) const {
+    const TraceEntry &entry = step.op.entry;
+    if (step.upload) {
+      const std::vector<uint8_t> &bytes = *args.payloads[entry.payload];
+      std::memcpy(args.slotData[entry.uploadSlot], bytes.data(), entry.uploadBytes);
+      return;
     }
-    uint8_t *buffers[3] = {nullptr, nullptr, nullptr};
-    for (int i = 0; i < opInfo(op.kind).numBuffers; ++i)
-      buffers[i] = args.slotData[Trace::slotOf(op.buffers[i])];
-    uint64_t units = parallelSize(op.kind, ints);
+    if (!step.fn) {
+      OpCall op = boundOp(step.op, args.params);
+      executeReference(op, [&](BufferHandle h) { return args.slotData[Trace::slotOf(h)]; });
+      return;
+    }
+    runKernel(step, args);
+  }
+
+  void runKernel(const Step &step, const PlanArgs &args) const {
+    const OpCall &op = opOf(step);
+    Bound b = bind(step, args);
+    uint64_t units = parallelSize(op.kind, b.ints);
     if (units == 0)
       return;
-    uint64_t bytes = workBytes(op.kind, op.dtype, ints);
+    uint64_t bytes = workBytes(op.kind, op.dtype, b.ints);
     KernelFn fn = step.fn;
-    if (units == 1 || bytes < minParallelBytes_ || pool_->size() == 1) {
-      fn(buffers, ints, 0, static_cast<int64_t>(units));
+    if (serial(units, bytes)) {
+      fn(b.buffers, b.ints, 0, static_cast<int64_t>(units));
       return;
     }
-    uint64_t grain = std::max<uint64_t>(1, units * kMinChunkBytes / std::max<uint64_t>(bytes, 1));
     pool_->parallelFor(
         units,
         [&](uint64_t begin, uint64_t end) {
-          fn(buffers, ints, static_cast<int64_t>(begin), static_cast<int64_t>(end));
+          fn(b.buffers, b.ints, static_cast<int64_t>(begin), static_cast<int64_t>(end));
         },
-        grain);
+        grainOf(units, bytes));
+  }
+
+  void runRows(const Launch &launch, const PlanArgs &args) const {
+    absl::InlinedVector<Bound, 8> bound;
+    for (size_t i = launch.rowFirst; i < launch.rowLast; ++i)
+      bound.push_back(bind(steps_[i], args));
+    auto at = [&](size_t step) -> const Bound & { return bound[step - launch.rowFirst]; };
+    absl::InlinedVector<uint64_t, 4> laneStart;
+    uint64_t units = 0, bytes = 0;
+    for (const Lane &lane : launch.lanes) {
+      laneStart.push_back(units);
+      units += static_cast<uint64_t>(at(lane.segments[0].anchor).ints[0]);
+      for (const Segment &s : lane.segments)
+        bytes +=
+            workBytes(OpKind::QuantizedMatmul, opOf(steps_[s.anchor]).dtype, at(s.anchor).ints);
+    }
+    auto chunk = [&](uint64_t begin, uint64_t end) {
+      for (size_t l = 0; l < launch.lanes.size(); ++l) {
+        const Lane &lane = launch.lanes[l];
+        uint64_t start = laneStart[l];
+        uint64_t rows = static_cast<uint64_t>(at(lane.segments[0].anchor).ints[0]);
+        uint64_t lo = std::max(begin, start), hi = std::min(end, start + rows);
+        if (lo >= hi)
+          continue;
+        int64_t b = static_cast<int64_t>(lo - start), e = static_cast<int64_t>(hi - start);
+        for (const Segment &s : lane.segments) {
+          const Bound &a = at(s.anchor);
+          steps_[s.anchor].fn(a.buffers, a.ints, b, e);
+          for (size_t ep : s.epilogue)
+            steps_[ep].fn(at(ep).buffers, at(ep).ints, b, e);
+        }
+      }
+    };
+    if (units == 0)
+      return;
+    if (serial(units, bytes)) {
+      chunk(0, units);
+      return;
+    }
+    pool_->parallelFor(units, chunk, grainOf(units, bytes));
+  }
+
+  void runAttention(const Launch &launch, const PlanArgs &args) const {
+    const size_t heads = launch.heads;
+    thread_local std::vector<Bound> bound;
+    thread_local std::vector<float> scratch;
+    bound.resize(3 * heads);
+    uint64_t bytes = 0, maxSeq = 0;
+    bool grouped = true;
+    for (size_t h = 0; h < heads; ++h) {
+      for (int m = 0; m < 3; ++m)
+        bound[3 * h + m] = bind(steps_[launch.first + 3 * h + m], args);
+      const Bound &s = bound[3 * h], &sm = bound[3 * h + 1], &v = bound[3 * h + 2];
+      // The scores' length must agree, or softmax / value would read the unfused order's stale
+      // scores of an earlier head.
+      grouped = grouped && s.ints[1] == sm.ints[0] && s.ints[1] == v.ints[1];
+      maxSeq = std::max<uint64_t>(maxSeq, static_cast<uint64_t>(s.ints[1]));
+      bytes += workBytes(OpKind::AttnScore, DType::F32, s.ints) +
+               workBytes(OpKind::AttnValue, DType::F32, v.ints);
+    }
+    if (!grouped || serial(heads, bytes)) {
+      for (size_t i = launch.first; i < launch.last; ++i)
+        runStep(steps_[i], args);
+      return;
+    }
+    if (scratch.size() < (heads - 1) * maxSeq)
+      scratch.resize((heads - 1) * maxSeq);
+    // The tasks run on other threads: they must see this thread's vectors, not their own.
+    float *scratchBase = scratch.data();
+    const Bound *boundBase = bound.data();
+    auto runHeads = [&](uint64_t begin, uint64_t end) {
+      for (uint64_t h = begin; h < end; ++h) {
+        Bound s = boundBase[3 * h], sm = boundBase[3 * h + 1], v = boundBase[3 * h + 2];
+        if (h + 1 < heads) {
+          auto *mine = reinterpret_cast<uint8_t *>(scratchBase + h * maxSeq);
+          s.buffers[2] = sm.buffers[0] = sm.buffers[1] = v.buffers[0] = mine;
+        }
+        const size_t step = launch.first + 3 * h;
+        steps_[step].fn(s.buffers, s.ints, 0,
+                        static_cast<int64_t>(parallelSize(OpKind::AttnScore, s.ints)));
+        steps_[step + 1].fn(sm.buffers, sm.ints, 0, 1);
+        steps_[step + 2].fn(v.buffers, v.ints, 0,
+                            static_cast<int64_t>(parallelSize(OpKind::AttnValue, v.ints)));
+      }
+    };
+    pool_->parallelFor(heads, runHeads, grainOf(heads, bytes));
   }
 
   std::vector<Step> steps_;
+  std::vector<Launch> plan_;
   size_t launches_;
   std::string description_;
   std::shared_ptr<CpuJit> jit_; ///< keeps the code alive
@@ -219,11 +560,29 @@ absl::StatusOr<std::unique_ptr<Plan>> CpuCompiler::compileProgram(const KernelPr
                     step.fn ? "jit " : "reference (failed to compile) ", cached.name, ": ",
                     describeOp(step.op.entry.op), "\n");
   }
+  std::vector<Launch> plan = planLaunches(steps);
+  for (const Launch &launch : plan) {
+    if (launch.kind == Launch::Kind::Attention) {
+      ++stats_.headLoops;
+      absl::StrAppend(&description, "kernel ", steps[launch.first].kernelIndex,
+                      ": one parallel loop over ", launch.heads, " heads\n");
+    } else if (launch.kind == Launch::Kind::Rows && launch.rowLast - launch.rowFirst > 1) {
+      ++stats_.rowLoops;
+      size_t segments = 0;
+      for (const Lane &lane : launch.lanes)
+        segments += lane.segments.size();
+      absl::StrAppend(&description, "kernel ", steps[launch.first].kernelIndex,
+                      ": one parallel loop over the rows of ", segments,
+                      " quantized_matmul(s) with ", launch.rowLast - launch.rowFirst - segments,
+                      " epilogue op(s)\n");
+    }
+  }
   ++stats_.plans;
   stats_.compileSeconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return std::unique_ptr<Plan>(new CpuPlan(std::move(steps), launches, std::move(description), jit_,
-                                           options_.pool, options_.minParallelBytes));
+  return std::unique_ptr<Plan>(new CpuPlan(std::move(steps), std::move(plan), launches,
+                                           std::move(description), jit_, options_.pool,
+                                           options_.minParallelBytes));
 }
 
 absl::StatusOr<std::string> CpuCompiler::kernelIR(const OpCall &op, uint8_t paramMask,

@@ -44,7 +44,11 @@ struct CpuCompilerStats {
   uint64_t kernelsCompiled = 0; ///< distinct kernels compiled (the cache's misses)
   uint64_t cacheHits = 0;       ///< ops whose kernel was compiled before
   uint64_t fallbacks = 0;       ///< distinct kernels that failed and run on the reference
-  double compileSeconds = 0;    ///< wall time inside compile()
+  /// Fused kernels that run as one parallel loop: attention over all heads, and quantized_matmul
+  /// groups (with their element-wise epilogues) over all their rows.
+  uint64_t headLoops = 0;
+  uint64_t rowLoops = 0;
+  double compileSeconds = 0; ///< wall time inside compile()
   CpuJitTimes jit;
 };
 
@@ -58,8 +62,13 @@ public:
   /// The trace's unfused program (one kernel per op; uploads stay memcpy).
   absl::StatusOr<std::unique_ptr<Plan>> compile(const Trace &trace,
                                                 const std::vector<IntSlot> &params) override;
-  /// A program from the fusion pipeline. In this stage a kernel of several member ops runs each
-  /// member on its own single-op kernel.
+  /// A program from the fusion pipeline. A kernel of attention groups (attn_score, softmax,
+  /// attn_value per head) runs as one parallel loop over the heads; a kernel of quantized_matmuls
+  /// (a horizontal group, each with its element-wise epilogue: residual add, SwiGLU) as one
+  /// parallel loop over all their rows, the epilogue applied to each range of rows in the task
+  /// that computed them; whatever comes before or after (rms_norm, rope, KV-cache writes) runs
+  /// in order around the loop. Results are those of the unfused order, bit for bit. Any other
+  /// kernel runs member by member.
   absl::StatusOr<std::unique_ptr<Plan>> compileProgram(const KernelProgram &program);
 
   /// The LLVM IR (optimized at O3, or as first translated) of the kernel that runs `op` when the

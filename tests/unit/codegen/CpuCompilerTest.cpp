@@ -6,10 +6,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include <gmock/gmock.h>
 
+#include "backends/CpuBackend.h"
 #include "runtime/LazyBackend.h"
+#include "support/ThreadPool.h"
 #include "tests/unit/codegen/KernelHarness.h"
 #include "tools/model/Decoder.h"
 #include "tools/model/Llama2cLoader.h"
@@ -365,6 +368,121 @@ TEST(CpuCompilerTest, SyntheticQ4KModelDecodesLikeTheReference) {
   absl::StatusOr<model::ModelWeights> weights = model::generatePreset("micro", so);
   ASSERT_TRUE(weights.ok()) << weights.status();
   decodeAndCompare(*weights, "micro q4_k", 4);
+}
+
+// The program of one attention kernel: `heads` groups of score, softmax, value over slots q 0,
+// K 1, scores 2, V 3, out 4 (grouped-query: two q heads per KV head).
+KernelProgram attentionProgram(uint32_t heads, uint32_t headDim, uint32_t seq, uint32_t kvStride) {
+  Kernel kernel;
+  kernel.name = "attention";
+  for (uint32_t h = 0; h < heads; ++h) {
+    uint32_t kvOffset = (h / 2) * headDim;
+    for (const OpCall &op :
+         {ops::attnScore(slot(0), slot(1), slot(2), headDim, seq, h * headDim, kvOffset, kvStride),
+          ops::softmax(slot(2), slot(2), seq),
+          ops::attnValue(slot(2), slot(3), slot(4), headDim, seq, kvOffset, kvStride,
+                         h * headDim)}) {
+      KernelMember m;
+      m.entry.op = op;
+      kernel.ops.push_back(m);
+    }
+  }
+  KernelProgram program;
+  program.kernels.push_back(kernel);
+  return program;
+}
+
+// Attention over heads as one parallel loop: every head's output as the unfused order computes
+// it, and the shared scores buffer left holding the last head's softmax weights.
+TEST(CpuCompilerTest, AttentionRunsAsOneLoopOverHeads) {
+  ThreadPool pool(3);
+  CpuCompilerOptions options;
+  options.pool = &pool;
+  options.minParallelBytes = 0;
+  auto compiler = makeCompiler(options);
+  ASSERT_TRUE(compiler);
+  const uint32_t heads = 8, headDim = 64, seq = 37, kvStride = 4 * headDim;
+  KernelProgram program = attentionProgram(heads, headDim, seq, kvStride);
+  auto plan = compiler->compileProgram(program);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(compiler->stats().headLoops, 1u);
+  EXPECT_THAT((*plan)->describe(), HasSubstr("one parallel loop over 8 heads"));
+  std::mt19937 rng(5);
+  OpBuffers out;
+  out.bytes = {floatBytes(randomFloats(heads * headDim, rng)),
+               floatBytes(randomFloats(seq * kvStride, rng)), poisonBytes(seq * 4 + 64),
+               floatBytes(randomFloats(seq * kvStride, rng)), poisonBytes(heads * headDim * 4)};
+  OpBuffers ref = out, serial = out;
+  ASSERT_TRUE(runPlan(**plan, out).ok());
+  for (const KernelMember &m : program.kernels[0].ops)
+    runReference(m.entry.op, ref);
+  expectNmse(bytesFloats(out.bytes[4]), bytesFloats(ref.bytes[4]));
+  std::vector<float> scores = bytesFloats(out.bytes[2]), refScores = bytesFloats(ref.bytes[2]);
+  scores.resize(seq);
+  refScores.resize(seq);
+  expectNmse(scores, refScores);
+  // Against the same kernels run one op after another: identical bytes.
+  CpuCompilerOptions serialOptions;
+  serialOptions.pool = &pool;
+  serialOptions.minParallelBytes = ~uint64_t(0);
+  auto serialCompiler = makeCompiler(serialOptions);
+  auto serialPlan = serialCompiler->compileProgram(program);
+  ASSERT_TRUE(serialPlan.ok()) << serialPlan.status();
+  ASSERT_TRUE(runPlan(**serialPlan, serial).ok());
+  EXPECT_EQ(out.bytes[2], serial.bytes[2]) << "scores buffer";
+  EXPECT_EQ(out.bytes[4], serial.bytes[4]) << "attention output";
+}
+
+// A fused decode with every kernel split across a pool of 3 (minParallelBytes 0), so attention
+// runs as one loop over the heads and each quantized_matmul group as one loop over its rows with
+// the epilogues inside the tasks: the logits must equal the unfused cpu backend's bit for bit
+// (the same kernels on the same data, in an order that changes nothing), and the plans must have
+// taken both loops.
+void decodeFusedLikeUnfused(const model::ModelWeights &weights, const char *what, uint32_t steps) {
+  ThreadPool pool(3);
+  CpuCompilerOptions options;
+  options.pool = &pool;
+  options.minParallelBytes = 0;
+  std::shared_ptr<CpuCompiler> compiler = makeCompiler(options);
+  ASSERT_TRUE(compiler);
+  BackendOptions fusedOptions, unfusedOptions;
+  fusedOptions.fusion = true;
+  unfusedOptions.fusion = false;
+  auto fused = createCpuBackend(fusedOptions, compiler);
+  auto unfused = createCpuBackend(unfusedOptions, CpuCompilerOptions{});
+  ASSERT_TRUE(fused.ok() && unfused.ok());
+  auto fusedDecoder = model::Decoder::create(**fused, weights);
+  auto unfusedDecoder = model::Decoder::create(**unfused, weights);
+  ASSERT_TRUE(fusedDecoder.ok() && unfusedDecoder.ok());
+  uint32_t token = 1;
+  for (uint32_t pos = 0; pos < steps; ++pos) {
+    absl::StatusOr<std::vector<float>> got = (*fusedDecoder)->step(token, pos);
+    absl::StatusOr<std::vector<float>> want = (*unfusedDecoder)->step(token, pos);
+    ASSERT_TRUE(got.ok() && want.ok());
+    ASSERT_EQ(got->size(), want->size());
+    size_t differing = 0;
+    for (size_t i = 0; i < got->size(); ++i)
+      differing += std::memcmp(&(*got)[i], &(*want)[i], sizeof(float)) != 0;
+    EXPECT_EQ(differing, 0u) << what << " pos " << pos;
+    token = uint32_t(std::max_element(want->begin(), want->end()) - want->begin());
+  }
+  EXPECT_GT(compiler->stats().headLoops, 0u) << what;
+  EXPECT_GT(compiler->stats().rowLoops, 0u) << what;
+}
+
+TEST(CpuCompilerTest, FusedLoopsDecodeMicroLikeUnfused) {
+  model::SyntheticOptions so;
+  so.dtype = DType::Q4_0;
+  absl::StatusOr<model::ModelWeights> weights = model::generatePreset("micro", so);
+  ASSERT_TRUE(weights.ok()) << weights.status();
+  decodeFusedLikeUnfused(*weights, "micro q4_0", 5);
+}
+
+TEST(CpuCompilerTest, FusedLoopsDecodeStories260KLikeUnfused) {
+  absl::StatusOr<model::ModelWeights> weights = model::loadLlama2c(modelPath());
+  if (!weights.ok())
+    GTEST_SKIP() << "stories260K not available: " << weights.status();
+  decodeFusedLikeUnfused(*weights, "stories260K", 5);
 }
 
 } // namespace

@@ -590,6 +590,10 @@ absl::StatusOr<std::string> CpuCompiler::kernelIR(const OpCall &op, uint8_t para
   return jit_->llvmIR(specFor(op, paramMask), optimized);
 }
 
+absl::StatusOr<std::string> CpuCompiler::kernelAsm(const OpCall &op, uint8_t paramMask) {
+  return jit_->assembly(specFor(op, paramMask));
+}
+
 CpuCompilerStats CpuCompiler::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   CpuCompilerStats s = stats_;

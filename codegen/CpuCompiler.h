@@ -75,6 +75,8 @@ public:
   /// integers whose bits are set in `paramMask` are Plan parameters. For sinter-dump.
   absl::StatusOr<std::string> kernelIR(const OpCall &op, uint8_t paramMask = 0,
                                        bool optimized = true);
+  /// The host assembly of the same kernel (after O3, as the JIT emits it). For sinter-dump --asm.
+  absl::StatusOr<std::string> kernelAsm(const OpCall &op, uint8_t paramMask = 0);
   /// The kernel name `op` gets under `paramMask` (the stem of its symbol), e.g.
   /// "quantized_matmul_q4_0_nc2048".
   static std::string kernelName(const OpCall &op, uint8_t paramMask = 0);

@@ -51,6 +51,7 @@
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/Operator.h"
 #include "llvm/IR/PassManager.h"
@@ -486,6 +487,23 @@ absl::StatusOr<std::string> CpuJit::llvmIR(const KernelSpec &spec, bool optimize
   (*module)->print(os, nullptr);
   os.flush();
   return text;
+}
+
+absl::StatusOr<std::string> CpuJit::assembly(const KernelSpec &spec) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  llvm::LLVMContext llvmContext;
+  absl::StatusOr<std::unique_ptr<llvm::Module>> module =
+      impl_->lower({&spec, 1}, {spec.name()}, llvmContext, /*optimize=*/true);
+  if (!module.ok())
+    return absl::Status(module.status().code(),
+                        absl::StrCat(spec.name(), ": ", module.status().message()));
+  llvm::SmallString<0> text;
+  llvm::raw_svector_ostream os(text);
+  llvm::legacy::PassManager passes;
+  if (impl_->machine->addPassesToEmitFile(passes, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
+    return absl::InternalError(absl::StrCat(spec.name(), ": the target cannot emit assembly"));
+  passes.run(**module);
+  return std::string(text.str());
 }
 
 std::string CpuJit::hostDescription() const {

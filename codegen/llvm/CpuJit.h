@@ -61,6 +61,10 @@ public:
   /// from MLIR. Compiles nothing into the JIT.
   absl::StatusOr<std::string> llvmIR(const KernelSpec &spec, bool optimized = true);
 
+  /// The host assembly (AT&T syntax) of `spec`'s kernel after O3, as the JIT would emit it.
+  /// Compiles nothing into the JIT.
+  absl::StatusOr<std::string> assembly(const KernelSpec &spec);
+
   /// The host as the code is compiled for: "<cpu> <feature,feature,...>".
   std::string hostDescription() const;
   /// Whether Q4_0 and Q8_0 contractions quantize x to int8 (Q8_0-style, per block of 32) and use

@@ -47,6 +47,7 @@ Options:
   --print-ir             print the IR before and after the pipeline (default: kernels only)
   --llvm-ir              print the LLVM IR the cpu backend compiles for each kernel's members
                          (optimized, for this host; each distinct function once)
+  --asm                  the same functions as host assembly (what the JIT emits after O3)
   --all-members          list every member op (default: a kernel that repeats one group of ops,
                          such as attention's per-head score, softmax, value, lists the group once)
   --help                 this text
@@ -63,6 +64,7 @@ struct DumpOptions {
   bool printIR = false;
   bool allMembers = false;
   bool llvmIR = false;
+  bool assembly = false;
 };
 
 absl::StatusOr<DumpOptions> parse(int argc, char **argv) {
@@ -84,6 +86,10 @@ absl::StatusOr<DumpOptions> parse(int argc, char **argv) {
     }
     if (flag == "--llvm-ir") {
       o.llvmIR = true;
+      continue;
+    }
+    if (flag == "--asm") {
+      o.assembly = true;
       continue;
     }
     if (flag == "--all-members") {
@@ -229,12 +235,13 @@ void printKernels(const KernelProgram &program, const Trace *recorded, size_t ca
 }
 
 // The cpu backend's code for every kernel: which JIT function runs each member op (fused kernels
-// still run one function per member), then each distinct function's optimized LLVM IR once.
-absl::Status printLlvmIR(const KernelProgram &program) {
+// still run one function per member), then each distinct function once, as optimized LLVM IR or
+// (`assembly`) as host assembly.
+absl::Status printCpuCode(const KernelProgram &program, bool assembly) {
   SINTER_ASSIGN_OR_RETURN(std::unique_ptr<codegen::CpuCompiler> cpu,
                           codegen::CpuCompiler::create());
-  std::printf("\n// ===== LLVM IR of the cpu backend (host: %s) =====\n",
-              cpu->hostDescription().c_str());
+  std::printf("\n// ===== %s of the cpu backend (host: %s) =====\n",
+              assembly ? "Assembly" : "LLVM IR", cpu->hostDescription().c_str());
   std::set<std::string> printed;
   std::vector<std::string> bodies;
   size_t n = 0;
@@ -249,22 +256,22 @@ absl::Status printLlvmIR(const KernelProgram &program) {
       for (int i = 0; i < 5; ++i)
         if (m.paramOf[i] >= 0)
           mask |= uint8_t(1u << i);
-      SINTER_ASSIGN_OR_RETURN(std::string ir, cpu->kernelIR(m.entry.op, mask, /*optimized=*/true));
-      // The function's name: the first "define ... @name(" of the module.
-      std::string name = "?";
-      size_t at = ir.find("define ");
-      if (at != std::string::npos) {
-        size_t b = ir.find('@', at), e = ir.find('(', at);
-        if (b != std::string::npos && e != std::string::npos && b < e)
-          name = ir.substr(b + 1, e - b - 1);
-      }
+      std::string name = codegen::CpuCompiler::kernelName(m.entry.op, mask);
       std::printf("//   %s -> @%s\n", opInfo(m.entry.op.kind).name, name.c_str());
-      if (printed.insert(name).second)
+      if (!printed.insert(name).second)
+        continue;
+      if (assembly) {
+        SINTER_ASSIGN_OR_RETURN(std::string text, cpu->kernelAsm(m.entry.op, mask));
+        bodies.push_back(std::move(text));
+      } else {
+        SINTER_ASSIGN_OR_RETURN(std::string ir,
+                                cpu->kernelIR(m.entry.op, mask, /*optimized=*/true));
         bodies.push_back(std::move(ir));
+      }
     }
   }
-  for (const std::string &ir : bodies)
-    std::printf("\n%s", ir.c_str());
+  for (const std::string &body : bodies)
+    std::printf("\n%s", body.c_str());
   return absl::OkStatus();
 }
 
@@ -300,7 +307,9 @@ absl::Status run(const DumpOptions &o) {
                 dump.before.c_str(), dump.after.c_str());
   printKernels(program, haveTrace ? &rec.trace : nullptr, calls, layers, o.allMembers);
   if (o.llvmIR)
-    SINTER_RETURN_IF_ERROR(printLlvmIR(program));
+    SINTER_RETURN_IF_ERROR(printCpuCode(program, /*assembly=*/false));
+  if (o.assembly)
+    SINTER_RETURN_IF_ERROR(printCpuCode(program, /*assembly=*/true));
   if (!o.dotPrefix.empty())
     writeDotAndSvg(program, o.dotPrefix);
   return absl::OkStatus();

@@ -6,8 +6,9 @@ stdin: the benchmark's stderr, where each flush prints one line per dispatch
 and a summary line
   sinter-stats: vulkan flush: N dispatches, T us of kernel time
 Only the flushes with the most dispatches count (the decode steps; the warm-up's uploads and
-other small flushes are left out). Output: {"preset", "tokens", "kernel_us_per_token",
-"dispatches_per_token", "kernels": [{"name", "launches_per_token", "us_per_token", "us_per_launch",
+other small flushes are left out). Output: {"preset", "tokens", "kernel_us_per_token", "span_us_per_token" (first start to last
+end), "gap_us_per_token" and "gap_us_per_dispatch" (idle time between dispatches),
+"widest_gap_us", "record_us_per_token" (host command recording), "dispatches_per_token", "kernels": [{"name", "launches_per_token", "us_per_token", "us_per_launch",
 "GB_per_s", "share"}...]} with the kernels sorted by time, slowest first.
 """
 import collections
@@ -16,7 +17,9 @@ import re
 import sys
 
 KERNEL = re.compile(r"sinter-stats: vulkan kernel #\d+ (\S+): ([\d.]+) us, (\d+) bytes")
-FLUSH = re.compile(r"sinter-stats: vulkan flush: (\d+) dispatches, ([\d.]+) us")
+FLUSH = re.compile(r"sinter-stats: vulkan flush: (\d+) dispatches, ([\d.]+) us of kernel time"
+                   r"(?:, ([\d.]+) us from first start to last end, ([\d.]+) us of gaps between "
+                   r"dispatches \(widest ([\d.]+) us\), ([\d.]+) us recording)?")
 
 
 def main():
@@ -29,7 +32,8 @@ def main():
             continue
         m = FLUSH.match(line)
         if m:
-            flushes.append((int(m.group(1)), float(m.group(2)), current))
+            extra = [float(g) if g else 0.0 for g in m.groups()[2:]]
+            flushes.append((int(m.group(1)), float(m.group(2)), current, extra))
             current = []
     if not flushes:
         print(json.dumps({"preset": preset, "error": "no sinter-stats lines"}))
@@ -39,7 +43,7 @@ def main():
     time = collections.defaultdict(float)
     count = collections.Counter()
     nbytes = collections.defaultdict(int)
-    for _, _, kernels in steps:
+    for _, _, kernels, _ in steps:
         for name, us, b in kernels:
             time[name] += us
             count[name] += 1
@@ -56,8 +60,13 @@ def main():
             "GB_per_s": round(nbytes[name] / (time[name] * 1e3), 1) if time[name] else 0,
             "share": round(time[name] / tokens / total, 4) if total else 0,
         })
+    mean = lambda i: round(sum(f[3][i] for f in steps) / tokens, 1)
     print(json.dumps({"preset": preset, "tokens": tokens, "kernel_us_per_token": round(total, 1),
-                      "dispatches_per_token": most, "kernels": rows}))
+                      "span_us_per_token": mean(0), "gap_us_per_token": mean(1),
+                      "gap_us_per_dispatch": round(mean(1) / max(most - 1, 1), 3),
+                      "widest_gap_us": round(max(f[3][2] for f in steps), 1),
+                      "record_us_per_token": mean(3), "dispatches_per_token": most,
+                      "kernels": rows}))
 
 
 if __name__ == "__main__":

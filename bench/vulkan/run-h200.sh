@@ -82,7 +82,7 @@ if [ "$what" != tests ]; then
   for preset in ${SINTER_BENCH_PRESETS:-tinyllama-1.1b llama-7b}; do
     preset=${preset//,/ }
     SINTER_STATS=1 SINTER_BENCH_PRESETS=$preset timeout 100 \
-      "$dest/bin/sinter-bench-vulkan-decode" --benchmark_filter=fused --benchmark_min_time=0.01 \
+      "$dest/bin/sinter-bench-vulkan-decode" --benchmark_filter=/fused --benchmark_min_time=0.01 \
       2>&1 | python3 "$root/bench/vulkan/fold-stats.py" "$preset" >>"$out/kernels.json"
     say "stats run $preset exit ${PIPESTATUS[0]}"
   done

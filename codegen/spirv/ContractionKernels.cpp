@@ -189,22 +189,24 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
       Value scale = e.b.create<arith::DivFOp>(e.loc, e.cf(1.0), root);
       for (Value &t : totals)
         t = e.fmul(t, scale);
-      // The normalized vector is still stored (the host or a later op may read it): by the
-      // first subgroup of the first workgroup, unless another launch stores it.
-      Value first =
-          e.b.create<arith::AndIOp>(e.loc, e.ult(group, e.ci(1)), e.ult(cluster, e.ci(1)));
-      if (spec.unstoredOutputs & 1)
-        first = e.b.create<arith::ConstantIntOp>(e.loc, 0, 1);
-      e.ifThen(first, [&] {
+      // The normalized vector is still stored (the host or a later op may read it), unless
+      // another launch stores it: every invocation knows 1 / rms, so the whole grid shares the
+      // store, element i by invocation i mod (workgroups x workgroup size). (One subgroup
+      // storing it all was a serial tail as long as the product of a 4096-column matrix.)
+      if (!(spec.unstoredOutputs & 1)) {
         Value normOut = e.memberBuffer(0, 2);
-        e.forLoop(lane, size, e.ci(lanes), [&](Value i) {
+        Value units = e.ci(e.plan.unitsPerGroup);
+        Value groups = e.divu(e.add(nRows, e.sub(units, e.ci(1))), units);
+        Value threads = e.ci(e.plan.workgroupSize);
+        Value self = e.add(e.mul(group, threads), e.threadId());
+        e.forLoop(self, size, e.mul(groups, threads), [&](Value i) {
           auto at = [&](Value v4) {
             return e.b.create<mlir::vector::ExtractElementOp>(e.loc, e.load(v4, e.divu(i, e.ci(4))),
                                                               e.toI32(e.remu(i, e.ci(4))));
           };
           e.store(e.fmul(e.fmul(at(x4), at(g4)), scale), normOut, i);
         });
-      });
+      }
     }
     for (int64_t r = 0; r < rows; ++r) {
       Value row = e.add(firstRow, e.ci(r));

@@ -164,11 +164,12 @@ KernelPlan planSpec(const KernelSpec &spec, const SpirvTarget &target) {
   if (spec.prologue.empty() && spec.epilogue.empty())
     return plan;
   if (spec.attentionOverHeads) {
-    // One workgroup per head: up to 256 invocations, fewer when the subgroups' partial sums of
-    // V (NS x head_dim floats of workgroup memory) would pass 16 KB.
+    // One workgroup per head (a layer has few heads, a device many cores: make each one wide):
+    // up to 1024 invocations, fewer when the subgroups' partial sums of V (NS x head_dim floats
+    // of workgroup memory) would pass 16 KB.
     uint32_t lanes = target.subgroupSize;
     uint32_t subgroups = std::max<uint32_t>(
-        1, std::min<uint32_t>(256, std::max(target.maxWorkgroupInvocations, lanes)) / lanes);
+        1, std::min<uint32_t>(1024, std::max(target.maxWorkgroupInvocations, lanes)) / lanes);
     int64_t dim = std::max<int64_t>(spec.anchor.ints[0], 1);
     while (subgroups > 1 && int64_t(subgroups) * dim * 4 > 16384)
       subgroups /= 2;

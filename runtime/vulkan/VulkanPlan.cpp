@@ -5,6 +5,7 @@
 #include "runtime/vulkan/VulkanPlan.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 
@@ -108,7 +109,7 @@ private:
     ++barriers_;
   }
   std::string stepName(size_t i) const;
-  void printTimes(const std::vector<uint32_t> &dispatchSteps);
+  void printTimes(const std::vector<uint32_t> &dispatchSteps, double recordSeconds);
 
   std::shared_ptr<VulkanDevice> device_;
   std::shared_ptr<VulkanCompiler::Shared> shared_;
@@ -298,6 +299,7 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
   if (args.slotDevice.size() < numSlots_)
     return absl::FailedPreconditionError(
         "vulkan plan: the buffers are not in Vulkan device memory (no slotDevice references)");
+  auto recordStart = std::chrono::steady_clock::now();
   barriers_ = submissions_ = copies_ = uploads_ = dispatched_ = fusedDispatched_ = 0;
   uint64_t messagesBefore = checkValidation_ ? device_->validationLog().count : 0;
   DescriptorCache &descriptors = device_->descriptors();
@@ -368,10 +370,12 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
     return status;
   }
   // No exit barrier: every later command buffer starts with the entry barrier.
+  double recordSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - recordStart).count();
   SINTER_RETURN_IF_ERROR(submit(seg, steps_.size()));
   descriptors.trim();
   if (printTimes_)
-    printTimes(dispatchSteps);
+    printTimes(dispatchSteps, recordSeconds);
   {
     absl::MutexLock lock(&shared_->mu);
     VulkanCompilerStats &st = shared_->stats;
@@ -394,7 +398,7 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
   return absl::OkStatus();
 }
 
-void VulkanPlanImpl::printTimes(const std::vector<uint32_t> &dispatchSteps) {
+void VulkanPlanImpl::printTimes(const std::vector<uint32_t> &dispatchSteps, double recordSeconds) {
   if (queries_ == VK_NULL_HANDLE || dispatchSteps.empty())
     return;
   std::vector<uint64_t> ticks(2 * dispatchSteps.size());
@@ -404,11 +408,18 @@ void VulkanPlanImpl::printTimes(const std::vector<uint32_t> &dispatchSteps) {
                             VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
   if (r != VK_SUCCESS)
     return;
-  double period = device_->caps().timestampPeriod, total = 0;
+  double period = device_->caps().timestampPeriod, total = 0, gaps = 0, widest = 0;
   for (size_t q = 0; q < dispatchSteps.size(); ++q) {
     const Step &s = steps_[dispatchSteps[q]];
     double seconds = double(ticks[2 * q + 1] - ticks[2 * q]) * period * 1e-9;
     total += seconds;
+    if (q > 0 && ticks[2 * q] > ticks[2 * q - 1]) {
+      // From the end of the previous dispatch to the start of this one (launches that overlap,
+      // with no barrier between them, leave no gap).
+      double gap = double(ticks[2 * q] - ticks[2 * q - 1]) * period * 1e-9;
+      gaps += gap;
+      widest = std::max(widest, gap);
+    }
     double bytes = 0;
     for (const KernelMember &m : s.heads ? s.heads->members : s.members) {
       const OpCall &op = m.entry.op; // the integers of the trace that made the plan
@@ -421,8 +432,13 @@ void VulkanPlanImpl::printTimes(const std::vector<uint32_t> &dispatchSteps) {
                  stepName(dispatchSteps[q]).c_str(), seconds * 1e6, bytes,
                  seconds > 0 ? bytes / seconds * 1e-9 : 0.0);
   }
-  std::fprintf(stderr, "sinter-stats: vulkan flush: %zu dispatches, %.3f us of kernel time\n",
-               dispatchSteps.size(), total * 1e6);
+  double span = double(ticks.back() - ticks.front()) * period * 1e-9;
+  std::fprintf(stderr,
+               "sinter-stats: vulkan flush: %zu dispatches, %.3f us of kernel time, %.3f us from "
+               "first start to last end, %.3f us of gaps between dispatches (widest %.3f us), "
+               "%.3f us recording on the host\n",
+               dispatchSteps.size(), total * 1e6, span * 1e6, gaps * 1e6, widest * 1e6,
+               recordSeconds * 1e6);
   absl::MutexLock lock(&shared_->mu);
   shared_->stats.kernelSeconds += total;
 }

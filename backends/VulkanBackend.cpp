@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "backends/EagerBackend.h"
 #include "passes/FusionCompiler.h"
 #include "runtime/LazyBackend.h"
@@ -37,6 +39,20 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps) {
   target.float16 = caps.shaderFloat16;
   target.intDot = caps.integerDotProduct;
   target.maxWorkgroupInvocations = caps.maxComputeWorkGroupInvocations;
+  // SINTER_VK_QMATMUL="rows=4,wg=256,step=4": quantized_matmul schedule overrides, for tuning.
+  if (const char *env = std::getenv("SINTER_VK_QMATMUL"))
+    for (absl::string_view item : absl::StrSplit(env, ',', absl::SkipEmpty())) {
+      std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+      uint32_t v = 0;
+      if (!absl::SimpleAtoi(kv.second, &v))
+        continue;
+      if (kv.first == "rows")
+        target.qmatmulRows = v;
+      else if (kv.first == "wg")
+        target.qmatmulWorkgroup = v;
+      else if (kv.first == "step")
+        target.qmatmulBlocksPerStep = v;
+    }
   return [target](const codegen::KernelSpec &spec) -> absl::StatusOr<VulkanKernel> {
     SINTER_ASSIGN_OR_RETURN(codegen::SpirvKernel k, codegen::buildSpirvKernel(spec, target));
     VulkanKernel out;

@@ -13,7 +13,8 @@
 #   kernels.json       SINTER_STATS=1 of a few fused tokens, folded per kernel (fold-stats.py)
 # One device call (the timeouts below keep it inside the 600 s limit):
 #   run(command="bash bench/vulkan/run-h200.sh", carry=[".gl", ".carry"], timeout_s=600)
-# `bash bench/vulkan/run-h200.sh tests` or `... bench` runs one half (two calls, more slack).
+# `bash bench/vulkan/run-h200.sh tests` or `... bench` runs one half (two calls, more slack);
+# `... sweep` times the fused decode under quantized_matmul schedule overrides (sweep.json).
 # SINTER_BENCH_PRESETS, SINTER_BENCH_MIN_TIME (seconds per benchmark, default 2) and
 # SINTER_VK_VALIDATION (default 0 unless the layer was packed) change what runs.
 set -uo pipefail
@@ -59,7 +60,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >>
 # 4. Tests, each with its gtest JSON (folded into summary.json below).
 tests=(VulkanDeviceTest VulkanRuntimeTest VulkanBackendTest VulkanStories260KTest VulkanFuzzTest
   ConformanceTest)
-[ "$what" = bench ] && tests=()
+[ "$what" = bench ] || [ "$what" = sweep ] && tests=()
 for t in "${tests[@]}"; do
   filter='*'
   [ "$t" = ConformanceTest ] && filter='*vulkan*'
@@ -70,7 +71,7 @@ for t in "${tests[@]}"; do
 done
 
 # 5. The decode benchmark, then a few SINTER_STATS tokens for per-kernel times.
-if [ "$what" != tests ]; then
+if [ "$what" != tests ] && [ "$what" != sweep ]; then
   say "== sinter-bench-vulkan-decode"
   timeout 300 "$dest/bin/sinter-bench-vulkan-decode" \
     --benchmark_min_time="${SINTER_BENCH_MIN_TIME:-2}" \
@@ -86,6 +87,26 @@ if [ "$what" != tests ]; then
       2>&1 | python3 "$root/bench/vulkan/fold-stats.py" "$preset" >>"$out/kernels.json"
     say "stats run $preset exit ${PIPESTATUS[0]}"
   done
+fi
+
+# 5b. `run-h200.sh sweep`: the fused decode under quantized_matmul schedule overrides
+# (SINTER_VK_QMATMUL, docs/ENVIRONMENT.md), one line of sweep.json per setting and preset.
+if [ "$what" = sweep ]; then
+  settings=${SINTER_SWEEP:-"default rows=4 rows=1 wg=256 wg=64 step=4 rows=4,step=4 rows=1,wg=64"}
+  for q in $settings; do
+    [ "$q" = default ] && q=
+    SINTER_VK_QMATMUL="$q" timeout 90 "$dest/bin/sinter-bench-vulkan-decode" \
+      --benchmark_filter=/fused --benchmark_min_time=0.5 --benchmark_format=json 2>>"$log" |
+      python3 -c '
+import json, sys
+for b in json.load(sys.stdin).get("benchmarks", []):
+    print(json.dumps({"qmatmul": sys.argv[1] or "default", "name": b["name"].split("/min")[0],
+                      "tokens_per_s": round(b.get("tokens_per_s", 0), 1),
+                      "error": b.get("error_message", "")}))' "$q" >>"$out/sweep.json"
+    say "sweep '$q' exit ${PIPESTATUS[0]}"
+  done
+  cat "$out/sweep.json"
+  exit 0
 fi
 
 # 6. summary.json: test counts and benchmark rows side by side.

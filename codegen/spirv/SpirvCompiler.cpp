@@ -80,7 +80,17 @@ KernelPlan planKernel(const OpShape &op, const SpirvTarget &target) {
       if (layout.blockBytes % 4 == 2 && op.isStatic(1) &&
           (op.ints[1] / layout.blockWeights) % 2 == 0)
         plan.blocksPerStep = 2;
+      if (layout.blockWeights == 32 &&
+          (target.qmatmulRows == 1 || target.qmatmulRows == 2 || target.qmatmulRows == 4))
+        plan.rowsPerSubgroup = target.qmatmulRows;
+      // A step of 4 blocks keeps the 4-byte alignment of a pair (4 x 2-byte-aligned blocks are
+      // 2 aligned pairs) when the row holds a multiple of 4 blocks.
+      if (target.qmatmulBlocksPerStep == 4 && plan.blocksPerStep == 2 &&
+          (op.ints[1] / layout.blockWeights) % 4 == 0)
+        plan.blocksPerStep = 4;
     }
+    if (target.qmatmulWorkgroup >= lanes && target.qmatmulWorkgroup % lanes == 0)
+      plan.workgroupSize = std::min(target.qmatmulWorkgroup, maxGroup);
     // A row of few steps (a 4096-column K-quant row has 16 blocks) leaves lanes idle: give it
     // the next power of two of its step count, and the subgroup several rows at once.
     plan.lanesPerRow = lanes;

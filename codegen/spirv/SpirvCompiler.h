@@ -31,6 +31,14 @@ struct SpirvTarget {
   uint32_t maxWorkgroupInvocations = 1024;
   /// Run spirv-opt's performance passes on the serialized module (validated before and after).
   bool optimize = true;
+  /// quantized_matmul schedule overrides for tuning (0: the built-in choice; the
+  /// `SINTER_VK_QMATMUL` variable of the vulkan kind sets them): rows per cluster of lanes for
+  /// the 32-weight formats (1, 2 or 4), invocations per workgroup (a multiple of the subgroup
+  /// size), and blocks a lane decodes per step (2 or 4, used only where the row's block count
+  /// and alignment allow it).
+  uint32_t qmatmulRows = 0;
+  uint32_t qmatmulWorkgroup = 0;
+  uint32_t qmatmulBlocksPerStep = 0;
 };
 
 /// The element type a storage-buffer binding is declared with. Every binding is a runtime array

@@ -61,14 +61,19 @@ protected:
 
   /// Builds `op` (the integers of `paramMask` read at run time), runs it and the reference on
   /// equal random buffers, and compares.
-  void check(const OpCall &op, const std::string &what, uint8_t paramMask = 0, uint32_t seed = 1) {
+  void check(const OpCall &op, const std::string &what, uint8_t paramMask = 0, uint32_t seed = 1,
+             const SpirvTarget *custom = nullptr) {
     // Kernels are cached by key: the row counts of one shape share a kernel, as in the runtime.
     codegen::KernelSpec spec = codegen::singleOpSpec(op, paramMask);
-    auto cached = kernels_->find(spec.key());
+    SpirvTarget t = custom ? *custom : target();
+    std::string key = spec.key() + "/" + std::to_string(t.qmatmulRows) + "/" +
+                      std::to_string(t.qmatmulWorkgroup) + "/" +
+                      std::to_string(t.qmatmulBlocksPerStep);
+    auto cached = kernels_->find(key);
     if (cached == kernels_->end()) {
-      absl::StatusOr<SpirvKernel> built = codegen::buildSpirvKernel(spec, target());
+      absl::StatusOr<SpirvKernel> built = codegen::buildSpirvKernel(spec, t);
       ASSERT_TRUE(built.ok()) << what << ": " << built.status();
-      cached = kernels_->emplace(spec.key(), std::move(*built)).first;
+      cached = kernels_->emplace(key, std::move(*built)).first;
     }
     const SpirvKernel *k = &cached->second;
     std::mt19937 rng(seed);
@@ -335,6 +340,27 @@ TEST_F(SpirvKernelTest, QuantizedMatmulEveryDType) {
           check(ops::quantizedMatmul(slot(0), slot(1), slot(2), rows, nCols, info->dtype),
                 what + " (n_cols at run time)", /*paramMask=*/0b11);
       }
+  }
+}
+
+TEST_F(SpirvKernelTest, QuantizedMatmulScheduleOverrides) {
+  // The SINTER_VK_QMATMUL tuning knobs change the schedule, never the result.
+  struct Knobs {
+    uint32_t rows, workgroup, step;
+  };
+  for (Knobs k : {Knobs{1, 0, 0}, Knobs{4, 0, 0}, Knobs{0, 0, 4}, Knobs{4, 0, 4},
+                  Knobs{2, 4 * target().subgroupSize, 0}, Knobs{1, target().subgroupSize, 4}}) {
+    SpirvTarget t = target();
+    t.qmatmulRows = k.rows;
+    t.qmatmulWorkgroup = k.workgroup;
+    t.qmatmulBlocksPerStep = k.step;
+    std::string knobs = "rows " + str(k.rows) + " wg " + str(k.workgroup) + " step " + str(k.step);
+    for (DType dtype : {DType::Q4_0, DType::Q8_0, DType::Q5_0})
+      for (uint32_t rows : {1u, 37u, 130u})
+        check(ops::quantizedMatmul(slot(0), slot(1), slot(2), rows, 1024, dtype),
+              std::string("quantized_matmul ") + dtypeName(dtype) + " " + str(rows) + "x1024, " +
+                  knobs,
+              0, rows, &t);
   }
 }
 

@@ -148,14 +148,18 @@ bool useInt8Dot(const Emitter &e, const OpShape &op) {
 }
 
 // quantized_matmul for Q4_0 and Q8_0 with int8 dot products (AVX-512 VNNI vpdpbusd, 64 byte
-// products per instruction, two weight blocks at a time). The kernel first quantizes x as Q8_0
-// does, per block of 32: dx = max|x| / 127, qx = round(x / dx), into stack buffers, with
+// products per instruction, four weight blocks per iteration). The kernel first quantizes x as
+// Q8_0 does, per block of 32: dx = max|x| / 127, qx = round(x / dx), into stack buffers, with
 // sx = dx * Σ qx per block. vpdpbusd multiplies unsigned by signed bytes, so the weights enter
 // offset to unsigned (Q4_0's nibbles as stored, 0..15; Q8_0's bytes with the sign bit flipped,
 // w + 128) and the offset comes back out per block: Σ (w + K) qx = Σ w qx + K Σ qx. A row is
 //   Σ_b dw_b (dx_b Σ_i u_bi qx_bi) - K Σ_b dw_b sx_b,   K = 8 (Q4_0) or 128 (Q8_0),
-// the first term in a 16-lane float accumulator (8 lanes a block), the second a scalar. This
-// quantizes activations: SEMANTICS.md's 5e-4 NMSE bound applies (about 1e-5 is typical).
+// the first term in two 16-lane float accumulators, the second in a 4-lane one. qx is stored in
+// the order the weights unpack to, so a pair of blocks is one 64-byte vector with no shuffles:
+// for Q4_0, [lo nibbles of b0, lo of b1, hi of b0, hi of b1] = x of [b0 0..15, b1 0..15, b0
+// 16..31, b1 16..31]; for Q8_0 the natural order. The four blocks' f16 scales are converted and
+// multiplied by dx as one vector. This quantizes activations: SEMANTICS.md's 5e-4 NMSE bound
+// applies (about 1e-5 is typical).
 void emitQMatmulInt8Kernel(Emitter &e, const OpShape &op, Value begin, Value end) {
   mlir::OpBuilder &b = e.b;
   mlir::Location loc = e.loc;
@@ -164,10 +168,16 @@ void emitQMatmulInt8Kernel(Emitter &e, const OpShape &op, Value begin, Value end
   const bool q4 = op.dtype == DType::Q4_0;
   const int64_t blockBytes = q4 ? 18 : 34;
   const double offset = q4 ? 8.0 : 128.0;
-  auto i8 = b.getI8Type(), i32 = b.getI32Type();
+  auto i8 = b.getI8Type(), i16 = b.getI16Type(), i32 = b.getI32Type();
   auto vec = [](int64_t n, mlir::Type t) { return mlir::VectorType::get({n}, t); };
   auto ci = [&](mlir::Type t, int64_t v) { return intConstant(b, loc, t, v); };
   auto ptr = LLVM::LLVMPointerType::get(b.getContext());
+  auto iota = [](int64_t n, int64_t from = 0) {
+    llvm::SmallVector<int64_t> v(n);
+    for (int64_t i = 0; i < n; ++i)
+      v[i] = from + i;
+    return v;
+  };
 
   // Stack buffers: qx (nCols bytes, 64-byte aligned), dx and sx (one float per block each).
   Value qx = b.create<LLVM::AllocaOp>(loc, ptr, i8, e.c64(nCols), 64);
@@ -188,7 +198,18 @@ void emitQMatmulInt8Kernel(Emitter &e, const OpShape &op, Value begin, Value end
     Value rounded = b.create<arith::SubFOp>(loc, e.fadd(scaled, magic), magic);
     Value q32 = b.create<arith::FPToSIOp>(loc, vec(32, i32), rounded);
     Value q8 = b.create<arith::TruncIOp>(loc, vec(32, i8), q32);
-    b.create<LLVM::StoreOp>(loc, q8, e.gepBytes(qx, first), /*alignment=*/32);
+    if (q4) {
+      // Block b's halves go to bytes 16 (b % 2) and 32 + 16 (b % 2) of its pair's 64.
+      Value pairBase = e.mul(e.divui(blk, e.c64(2)), e.c64(64));
+      Value half = e.mul(e.remui(blk, e.c64(2)), e.c64(16));
+      Value lo = b.create<mlir::vector::ShuffleOp>(loc, q8, q8, iota(16));
+      Value hi = b.create<mlir::vector::ShuffleOp>(loc, q8, q8, iota(16, 16));
+      Value at = e.add(pairBase, half);
+      b.create<LLVM::StoreOp>(loc, lo, e.gepBytes(qx, at), /*alignment=*/16);
+      b.create<LLVM::StoreOp>(loc, hi, e.gepBytes(qx, e.add(at, e.c64(32))), /*alignment=*/16);
+    } else {
+      b.create<LLVM::StoreOp>(loc, q8, e.gepBytes(qx, first), /*alignment=*/32);
+    }
     Value sum = b.create<mlir::vector::ReductionOp>(loc, mlir::vector::CombiningKind::ADD, q32);
     Value sumF = b.create<arith::SIToFPOp>(loc, e.f32(), sum);
     e.storeF32(dx, blk, d);
@@ -196,60 +217,81 @@ void emitQMatmulInt8Kernel(Emitter &e, const OpShape &op, Value begin, Value end
   });
 
   PtrByteReader reader;
-  auto halfAt = [&](Value block) {
-    Value bits = reader.loadU16(b, loc, block, 0, 1);
-    Value h = b.create<arith::BitcastOp>(loc, b.getF16Type(), bits);
-    return extendFloat(b, loc, e.f32(), h);
-  };
-  // The 32 weights of `block` as unsigned bytes in column order.
-  auto unsignedWeights = [&](Value block) -> Value {
+  // Two blocks' weights as 64 unsigned bytes in qx's order.
+  auto unsignedPair = [&](Value b0) -> Value {
+    Value b1 = e.gepBytes(b0, e.c64(blockBytes));
     if (q4) {
-      Value nib = reader.loadBytes(b, loc, block, 2, 16);
-      Value lo = b.create<arith::AndIOp>(loc, nib, splat(b, loc, ci(i8, 15), 16));
-      Value hi = b.create<arith::ShRUIOp>(loc, nib, splat(b, loc, ci(i8, 4), 16));
-      llvm::SmallVector<int64_t> order(32);
-      for (int64_t i = 0; i < 32; ++i)
-        order[i] = i;
-      return b.create<mlir::vector::ShuffleOp>(loc, lo, hi, order);
+      Value n0 = reader.loadBytes(b, loc, b0, 2, 16), n1 = reader.loadBytes(b, loc, b1, 2, 16);
+      Value both = b.create<mlir::vector::ShuffleOp>(loc, n0, n1, iota(32));
+      // >> 4 on 16-bit words (one vpsrlw), then one mask for both halves.
+      Value words = b.create<mlir::vector::BitCastOp>(loc, vec(16, i16), both);
+      Value shifted = b.create<arith::ShRUIOp>(loc, words, splat(b, loc, ci(i16, 4), 16));
+      Value high = b.create<mlir::vector::BitCastOp>(loc, vec(32, i8), shifted);
+      Value all = b.create<mlir::vector::ShuffleOp>(loc, both, high, iota(64));
+      return b.create<arith::AndIOp>(loc, all, splat(b, loc, ci(i8, 15), 64));
     }
-    Value q = reader.loadBytes(b, loc, block, 2, 32);
-    return b.create<arith::XOrIOp>(loc, q, splat(b, loc, ci(i8, -128), 32));
+    Value q0 = reader.loadBytes(b, loc, b0, 2, 32), q1 = reader.loadBytes(b, loc, b1, 2, 32);
+    Value both = b.create<mlir::vector::ShuffleOp>(loc, q0, q1, iota(64));
+    return b.create<arith::XOrIOp>(loc, both, splat(b, loc, ci(i8, -128), 64));
   };
-  llvm::SmallVector<int64_t> concat(64), lanes8(16);
-  for (int64_t i = 0; i < 64; ++i)
-    concat[i] = i;
-  for (int64_t i = 0; i < 16; ++i)
-    lanes8[i] = i < 8 ? 0 : 1;
+  // The 16 int32 lanes of a pair's dot product: which of the two blocks each lane sums.
+  llvm::SmallVector<int64_t> lanesOf[2];
+  for (int p = 0; p < 2; ++p)
+    for (int64_t l = 0; l < 16; ++l)
+      lanesOf[p].push_back(2 * p + (q4 ? (l / 4) % 2 : l / 8));
+  auto dotPair = [&](Value b0, Value blk) {
+    Value uWords = b.create<mlir::vector::BitCastOp>(loc, vec(16, i32), unsignedPair(b0));
+    Value xWords =
+        b.create<LLVM::LoadOp>(loc, vec(16, i32), e.gepBytes(qx, e.mul(blk, e.c64(32))), 64);
+    Value dot =
+        b.create<LLVM::CallIntrinsicOp>(loc, vec(16, i32), "llvm.x86.avx512.vpdpbusd.512",
+                                        ValueRange{splat(b, loc, ci(i32, 0), 16), uWords, xWords})
+            .getResult(0);
+    return b.create<arith::SIToFPOp>(loc, vec(16, e.f32()), dot).getResult();
+  };
+  // Blocks blk .. blk + count - 1 (count 2 or 4): their f16 scales as floats.
+  auto scalesOf = [&](Value block0, int64_t count) {
+    llvm::SmallVector<Value, 4> bits;
+    for (int64_t i = 0; i < 4; ++i)
+      bits.push_back(reader.loadU16(b, loc, block0, (i < count ? i : 0) * blockBytes, 1));
+    Value v = b.create<mlir::vector::FromElementsOp>(loc, vec(4, i16), bits);
+    Value h = b.create<arith::BitcastOp>(loc, vec(4, b.getF16Type()), v);
+    return extendFloat(b, loc, vec(4, e.f32()), h);
+  };
+  // Four f32 of a stack array from block blk (the last `4 - count` lanes zero).
+  auto blockFloats = [&](Value base, Value blk, int64_t count) -> Value {
+    if (count == 4)
+      return e.loadF32(base, blk, 4);
+    Value two = e.loadF32(base, blk, 2);
+    return b.create<mlir::vector::ShuffleOp>(loc, two, e.zeros(2),
+                                             llvm::ArrayRef<int64_t>{0, 1, 2, 3});
+  };
+  const int64_t quads = nBlocks / 4, pairTail = (nBlocks % 4) / 2;
 
   e.forLoop(begin, end, 1, [&](Value r) {
     Value row = e.gepBytes(w, e.mul(r, e.c64(nBlocks * blockBytes)));
-    auto accs = e.forLoop(
-        e.c64(0), e.c64(nBlocks), 2, ValueRange{e.zeros(16), e.cf32(0.0)},
-        [&](Value blk, ValueRange iters) {
-          Value b0 = e.gepBytes(row, e.mul(blk, e.c64(blockBytes)));
-          Value b1 = e.gepBytes(b0, e.c64(blockBytes));
-          Value u = b.create<mlir::vector::ShuffleOp>(loc, unsignedWeights(b0), unsignedWeights(b1),
-                                                      concat);
-          Value uWords = b.create<mlir::vector::BitCastOp>(loc, vec(16, i32), u);
-          Value xWords =
-              b.create<LLVM::LoadOp>(loc, vec(16, i32), e.gepBytes(qx, e.mul(blk, e.c64(32))), 64);
-          Value dot = b.create<LLVM::CallIntrinsicOp>(
-                           loc, vec(16, i32), "llvm.x86.avx512.vpdpbusd.512",
-                           ValueRange{splat(b, loc, ci(i32, 0), 16), uWords, xWords})
-                          .getResult(0);
-          Value dotF = b.create<arith::SIToFPOp>(loc, vec(16, e.f32()), dot);
-          Value dw0 = halfAt(b0), dw1 = halfAt(b1);
-          Value next = e.add(blk, e.c64(1));
-          Value s0 = e.fmul(dw0, e.loadF32(dx, blk)), s1 = e.fmul(dw1, e.loadF32(dx, next));
-          Value pair =
-              b.create<mlir::vector::FromElementsOp>(loc, vec(2, e.f32()), ValueRange{s0, s1});
-          Value scale = b.create<mlir::vector::ShuffleOp>(loc, pair, pair, lanes8);
-          Value acc = e.fma(dotF, scale, iters[0]);
-          Value corr = e.fma(dw0, e.loadF32(sx, blk), iters[1]);
-          corr = e.fma(dw1, e.loadF32(sx, next), corr);
-          return llvm::SmallVector<Value>{acc, corr};
-        });
-    Value sum = b.create<arith::SubFOp>(loc, e.reduceAdd(accs[0]), e.fmul(accs[1], e.cf32(offset)));
+    // acc[0], acc[1]: Σ dot * dw dx per lane; acc[2]: Σ dw sx per block lane (of 4).
+    auto step = [&](Value blk, ValueRange iters, int64_t count) {
+      Value b0 = e.gepBytes(row, e.mul(blk, e.c64(blockBytes)));
+      Value dw = scalesOf(b0, count);
+      Value scale = e.fmul(dw, blockFloats(dx, blk, count));
+      llvm::SmallVector<Value> acc(iters.begin(), iters.end());
+      acc[2] = e.fma(dw, blockFloats(sx, blk, count), acc[2]);
+      for (int64_t p = 0; p < count / 2; ++p) {
+        Value pairBlk = e.add(blk, e.c64(2 * p));
+        Value dot = dotPair(e.gepBytes(b0, e.c64(2 * p * blockBytes)), pairBlk);
+        Value lanes = b.create<mlir::vector::ShuffleOp>(loc, scale, scale, lanesOf[p]);
+        acc[p] = e.fma(dot, lanes, acc[p]);
+      }
+      return acc;
+    };
+    auto accs =
+        e.forLoop(e.c64(0), e.c64(quads * 4), 4, ValueRange{e.zeros(16), e.zeros(16), e.zeros(4)},
+                  [&](Value blk, ValueRange iters) { return step(blk, iters, 4); });
+    if (pairTail)
+      accs = step(e.c64(quads * 4), accs, 2);
+    Value sum = e.reduceAdd(e.fadd(accs[0], accs[1]));
+    sum = b.create<arith::SubFOp>(loc, sum, e.fmul(e.reduceAdd(accs[2]), e.cf32(offset)));
     e.storeF32(out, r, sum);
   });
 }

@@ -358,13 +358,25 @@ void emitAttnValueKernel(Emitter &e, const OpShape &op, Value begin, Value end) 
     emitIfElse(
         e, cmpSle(e, e.add(d0, e.c64(kAttnValueTile)), headDim),
         [&] {
-          Value acc = e.forLoop(e.c64(0), seqLen, 1, ValueRange{e.zeros(kAttnValueTile)},
+          // Four positions per iteration into four accumulators: one chain of dependent
+          // multiply-adds would wait on the FMA latency at every position.
+          auto term = [&](Value t, Value acc) {
+            Value wt = splat(e.b, e.loc, e.loadF32(weights, t), kAttnValueTile);
+            return e.fma(wt, e.loadF32(vCache, column(t, d0), kAttnValueTile), acc);
+          };
+          Value unrolledEnd = e.roundDown(seqLen, 4);
+          Value zero = e.zeros(kAttnValueTile);
+          auto accs = e.forLoop(e.c64(0), unrolledEnd, 4, ValueRange{zero, zero, zero, zero},
                                 [&](Value t, ValueRange iters) {
-                                  Value wt =
-                                      splat(e.b, e.loc, e.loadF32(weights, t), kAttnValueTile);
-                                  Value v = e.loadF32(vCache, column(t, d0), kAttnValueTile);
-                                  return llvm::SmallVector<Value>{e.fma(wt, v, iters[0])};
-                                })[0];
+                                  llvm::SmallVector<Value> next;
+                                  for (int64_t i = 0; i < 4; ++i)
+                                    next.push_back(term(e.add(t, e.c64(i)), iters[i]));
+                                  return next;
+                                });
+          Value acc = e.fadd(e.fadd(accs[0], accs[1]), e.fadd(accs[2], accs[3]));
+          acc = e.forLoop(unrolledEnd, seqLen, 1, ValueRange{acc}, [&](Value t, ValueRange iters) {
+            return llvm::SmallVector<Value>{term(t, iters[0])};
+          })[0];
           e.storeF32(out, e.add(outOffset, d0), acc);
         },
         [&] {

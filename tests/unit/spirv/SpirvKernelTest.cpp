@@ -158,8 +158,11 @@ protected:
     std::vector<std::vector<bool>> written(sizes.size());
     for (size_t i = 0; i < sizes.size(); ++i)
       written[i].assign(sizes[i], false);
-    for (const OpCall &op : members)
-      for (const BufferAccess &a : *opAccesses(op)) {
+    for (const OpCall &op : members) {
+      // Named: a range-for over *opAccesses(op) would outlive the StatusOr (use after scope).
+      absl::StatusOr<AccessList> accesses = opAccesses(op);
+      ASSERT_TRUE(accesses.ok()) << what << ": " << accesses.status();
+      for (const BufferAccess &a : *accesses) {
         if (!a.write)
           continue;
         uint32_t s = slotOfOperand(op, a.bufferIndex);
@@ -170,6 +173,7 @@ protected:
         for (uint64_t b = a.offset; b < a.offset + a.size; ++b)
           written[s][b] = true;
       }
+    }
     for (size_t i = 0; i < sizes.size(); ++i)
       for (size_t b = 0; b < sizes[i]; ++b)
         if (!written[i][b] && out.bytes[i][b] != ref.bytes[i][b]) {

@@ -49,12 +49,21 @@ stage_asan() {
     "-fsanitize=address,undefined -fno-sanitize=vptr -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
   timed "asan build" ninja -C "$dir" -j "$jobs"
   # The package tests install and build consumers (cargo, cmake): not what a sanitizer is for.
-  (cd "$dir" && timed "asan tests" env \
-    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1 \
-    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    LSAN_OPTIONS=suppressions=$root/tests/reliability/lsan.supp \
-    ctest --output-on-failure -j "$jobs" --timeout 3600 -LE slow \
-    -E "InstalledPackage|RustBinding|BenchReport")
+  local skip="InstalledPackage|RustBinding|BenchReport"
+  # SpirvKernelTest's VkRunner destroys its Vulkan instance, so the loader unloads lavapipe
+  # before exit and LeakSanitizer cannot name the module of lavapipe's unfreed JIT allocation
+  # (one 128-byte realloc a process, "<unknown module>"; lsan.supp matches it by module in every
+  # test that keeps the driver loaded, as the runtime does). It runs without leak detection;
+  # ASan's other checks and UBSan stay on.
+  local no_leak_check="^SpirvKernelTest\\."
+  local san_env=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+    LSAN_OPTIONS=suppressions=$root/tests/reliability/lsan.supp)
+  (cd "$dir" && timed "asan tests" env "${san_env[@]}" \
+    ctest --output-on-failure -j "$jobs" --timeout 3600 -LE slow -E "$skip|$no_leak_check")
+  (cd "$dir" && timed "asan tests without leak detection" env "${san_env[@]}" \
+    ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:detect_stack_use_after_return=1 \
+    ctest --output-on-failure -j "$jobs" --timeout 3600 -LE slow -R "$no_leak_check")
 }
 
 stage_tsan() {

@@ -40,6 +40,13 @@ struct Step {
   size_t kernelIndex = 0; ///< the program kernel this step belongs to
 };
 
+// The largest fused kernel: a prologue, the anchor and two epilogue ops.
+constexpr size_t kMaxFusedMembers = 4;
+struct FusedArgs {
+  uint8_t *buffers[3 * kMaxFusedMembers];
+  int64_t ints[5 * kMaxFusedMembers];
+};
+
 // A step's integers and buffer addresses for one run.
 struct Bound {
   int64_t ints[5];
@@ -70,6 +77,10 @@ bool isParam(const Step &step, int i) { return step.op.paramOf[i] >= 0; }
 struct Segment {
   size_t anchor = 0;            ///< step index
   std::vector<size_t> epilogue; ///< step indices, in order
+  /// The fused kernel computing the whole segment (KernelSpec prologue, anchor, epilogue), or
+  /// null: the anchor's kernel, then each epilogue op's, on each range of rows.
+  KernelFn fused = nullptr;
+  std::vector<size_t> members; ///< the fused kernel's members in spec order (step indices)
 };
 
 // Segments over one row index space, run one after another on each range of rows. A segment
@@ -272,6 +283,122 @@ std::vector<Launch> planLaunches(const std::vector<Step> &steps) {
   return launches;
 }
 
+// Gives the segments of a row launch their fused kernels: an rms_norm prologue where the norm
+// just before the loop feeds the anchors, and the element-wise epilogue. `compile` returns each
+// spec's entry point (null where it failed); `specFor` is the compiler's single-op spec.
+using SpecCompiler = std::function<std::vector<KernelFn>(const std::vector<KernelSpec> &,
+                                                         const std::vector<OpCall> &)>;
+using SpecMaker = std::function<KernelSpec(const OpCall &, uint8_t)>;
+void fuseSegments(const std::vector<Step> &steps, Launch &launch, bool fusePrologue,
+                  const SpecCompiler &compile, const SpecMaker &specFor, uint64_t *fusedKernels) {
+  // The rms_norm just before the loop folds into every anchor whose x it writes when nothing else
+  // in the loop touches its output and the loop does not write its inputs.
+  const Step *norm = nullptr;
+  if (fusePrologue && !launch.pre.empty()) {
+    const Step &candidate = steps[launch.pre.back()];
+    if (opOf(candidate).kind == OpKind::RmsNorm && candidate.fn && !isParam(candidate, 0))
+      norm = &candidate;
+  }
+  std::vector<uint32_t> written, elementReads;
+  for (size_t i = launch.rowFirst; i < launch.rowLast; ++i) {
+    const Step &step = steps[i];
+    int numBuffers = opInfo(opOf(step).kind).numBuffers;
+    written.push_back(slotOf(step, numBuffers - 1));
+    if (opOf(step).kind != OpKind::QuantizedMatmul)
+      for (int b = 0; b + 1 < numBuffers; ++b)
+        elementReads.push_back(slotOf(step, b));
+  }
+  auto contains = [](const std::vector<uint32_t> &v, uint32_t x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
+  if (norm) {
+    uint32_t in = slotOf(*norm, 0), weight = slotOf(*norm, 1), out = slotOf(*norm, 2);
+    if (out == in || out == weight || contains(written, in) || contains(written, weight) ||
+        contains(written, out) || contains(elementReads, out))
+      norm = nullptr;
+  }
+  if (norm)
+    for (const Lane &lane : launch.lanes)
+      for (const Segment &seg : lane.segments) {
+        const Step &anchor = steps[seg.anchor];
+        if (slotOf(anchor, 1) == slotOf(*norm, 2) &&
+            (isParam(anchor, 1) || opOf(anchor).ints[1] != opOf(*norm).ints[0]))
+          norm = nullptr; // a reader of the norm that cannot take the prologue
+      }
+  auto buildSpecs = [&](bool withPrologue, std::vector<KernelSpec> *specs,
+                        std::vector<std::vector<size_t>> *members) {
+    bool stored = false;
+    for (const Lane &lane : launch.lanes)
+      for (const Segment &seg : lane.segments) {
+        const Step &anchor = steps[seg.anchor];
+        bool prologue = withPrologue && slotOf(anchor, 1) == slotOf(*norm, 2);
+        KernelSpec spec = specFor(opOf(anchor), paramMaskOf(anchor.op));
+        std::vector<size_t> m;
+        if (prologue) {
+          spec.prologue.push_back(shapeOf(opOf(*norm), paramMaskOf(norm->op)));
+          spec.unstoredOutputs = stored ? 1 : 0;
+          stored = true;
+          m.push_back(size_t(norm - steps.data()));
+        }
+        m.push_back(seg.anchor);
+        for (size_t ep : seg.epilogue) {
+          spec.epilogue.push_back(shapeOf(opOf(steps[ep]), paramMaskOf(steps[ep].op)));
+          m.push_back(ep);
+        }
+        if (!prologue && seg.epilogue.empty())
+          m.clear(); // nothing to fuse: the anchor's own kernel
+        specs->push_back(std::move(spec));
+        members->push_back(std::move(m));
+      }
+  };
+  // Compiles the specs whose members are non-empty; false if any failed.
+  auto compileSpecs = [&](const std::vector<KernelSpec> &specs,
+                          const std::vector<std::vector<size_t>> &members,
+                          std::vector<KernelFn> *fns) {
+    std::vector<KernelSpec> wanted;
+    std::vector<OpCall> ops;
+    for (size_t i = 0; i < specs.size(); ++i)
+      if (!members[i].empty()) {
+        wanted.push_back(specs[i]);
+        ops.push_back(opOf(steps[members[i][0]]));
+      }
+    std::vector<KernelFn> compiled =
+        wanted.empty() ? std::vector<KernelFn>{} : compile(wanted, ops);
+    bool allOk = true;
+    for (size_t i = 0, j = 0; i < specs.size(); ++i) {
+      fns->push_back(members[i].empty() ? nullptr : compiled[j++]);
+      allOk = allOk && (members[i].empty() || fns->back());
+    }
+    return allOk;
+  };
+  std::vector<KernelSpec> specs;
+  std::vector<std::vector<size_t>> members;
+  std::vector<KernelFn> fns;
+  bool prologue = norm != nullptr;
+  buildSpecs(prologue, &specs, &members);
+  if (!compileSpecs(specs, members, &fns) && prologue) {
+    // Without the prologue the norm runs before the loop as before; epilogues may still fuse.
+    prologue = false;
+    specs.clear();
+    members.clear();
+    fns.clear();
+    buildSpecs(false, &specs, &members);
+    compileSpecs(specs, members, &fns);
+  }
+  size_t i = 0;
+  for (Lane &lane : launch.lanes)
+    for (Segment &seg : lane.segments) {
+      seg.fused = fns[i];
+      if (seg.fused) {
+        seg.members = members[i];
+        ++*fusedKernels;
+      }
+      ++i;
+    }
+  if (prologue)
+    launch.pre.pop_back();
+}
+
 class CpuPlan : public Plan {
 public:
   CpuPlan(std::vector<Step> steps, std::vector<Launch> plan, size_t launches,
@@ -354,6 +481,21 @@ private:
     for (size_t i = launch.rowFirst; i < launch.rowLast; ++i)
       bound.push_back(bind(steps_[i], args));
     auto at = [&](size_t step) -> const Bound & { return bound[step - launch.rowFirst]; };
+    // The operand tables of the fused kernels: member m's buffers and integers at 3 m and 5 m.
+    absl::InlinedVector<FusedArgs, 4> fusedArgs;
+    absl::InlinedVector<size_t, 4> segmentBase;
+    for (const Lane &lane : launch.lanes) {
+      segmentBase.push_back(fusedArgs.size());
+      for (const Segment &seg : lane.segments) {
+        FusedArgs f{};
+        for (size_t m = 0; m < seg.members.size(); ++m) {
+          Bound member = bind(steps_[seg.members[m]], args);
+          std::copy(member.buffers, member.buffers + 3, f.buffers + 3 * m);
+          std::copy(member.ints, member.ints + 5, f.ints + 5 * m);
+        }
+        fusedArgs.push_back(f);
+      }
+    }
     absl::InlinedVector<uint64_t, 4> laneStart;
     uint64_t units = 0, bytes = 0;
     for (const Lane &lane : launch.lanes) {
@@ -373,6 +515,11 @@ private:
           continue;
         int64_t b = static_cast<int64_t>(lo - start), e = static_cast<int64_t>(hi - start);
         for (const Segment &s : lane.segments) {
+          if (s.fused) {
+            const FusedArgs &f = fusedArgs[&s - &lane.segments[0] + segmentBase[l]];
+            s.fused(f.buffers, f.ints, b, e);
+            continue;
+          }
           const Bound &a = at(s.anchor);
           steps_[s.anchor].fn(a.buffers, a.ints, b, e);
           for (size_t ep : s.epilogue)
@@ -561,6 +708,15 @@ absl::StatusOr<std::unique_ptr<Plan>> CpuCompiler::compileProgram(const KernelPr
                     describeOp(step.op.entry.op), "\n");
   }
   std::vector<Launch> plan = planLaunches(steps);
+  for (Launch &launch : plan)
+    if (launch.kind == Launch::Kind::Rows)
+      fuseSegments(
+          steps, launch, options_.fusePrologue,
+          [this](const std::vector<KernelSpec> &specs, const std::vector<OpCall> &ops) {
+            return compileSpecs(specs, ops);
+          },
+          [this](const OpCall &op, uint8_t mask) { return specFor(op, mask); },
+          &stats_.fusedKernels);
   for (const Launch &launch : plan) {
     if (launch.kind == Launch::Kind::Attention) {
       ++stats_.headLoops;
@@ -568,13 +724,20 @@ absl::StatusOr<std::unique_ptr<Plan>> CpuCompiler::compileProgram(const KernelPr
                       ": one parallel loop over ", launch.heads, " heads\n");
     } else if (launch.kind == Launch::Kind::Rows && launch.rowLast - launch.rowFirst > 1) {
       ++stats_.rowLoops;
-      size_t segments = 0;
+      size_t segments = 0, fused = 0;
       for (const Lane &lane : launch.lanes)
-        segments += lane.segments.size();
+        for (const Segment &seg : lane.segments) {
+          ++segments;
+          fused += seg.fused != nullptr;
+        }
       absl::StrAppend(&description, "kernel ", steps[launch.first].kernelIndex,
                       ": one parallel loop over the rows of ", segments,
                       " quantized_matmul(s) with ", launch.rowLast - launch.rowFirst - segments,
-                      " epilogue op(s)\n");
+                      " epilogue op(s); ", fused, " fused kernel(s)",
+                      launch.pre.empty() || opOf(steps[launch.pre.back()]).kind != OpKind::RmsNorm
+                          ? ""
+                          : " (rms_norm before the loop)",
+                      "\n");
     }
   }
   ++stats_.plans;
@@ -592,6 +755,27 @@ absl::StatusOr<std::string> CpuCompiler::kernelIR(const OpCall &op, uint8_t para
 
 absl::StatusOr<std::string> CpuCompiler::kernelAsm(const OpCall &op, uint8_t paramMask) {
   return jit_->assembly(specFor(op, paramMask));
+}
+
+std::vector<KernelFn> CpuCompiler::compileSpecs(const std::vector<KernelSpec> &specs,
+                                                const std::vector<OpCall> &ops) {
+  std::vector<KernelSpec> missing;
+  std::vector<OpCall> missingOps;
+  absl::flat_hash_map<std::string, bool> queued;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    std::string key = specs[i].key();
+    if (cache_.contains(key) || !queued.emplace(key, true).second) {
+      ++stats_.cacheHits;
+      continue;
+    }
+    missing.push_back(specs[i]);
+    missingOps.push_back(ops[i]);
+  }
+  compileMissing(missing, missingOps);
+  std::vector<KernelFn> fns;
+  for (const KernelSpec &spec : specs)
+    fns.push_back(cache_.at(spec.key()).fn);
+  return fns;
 }
 
 CpuCompilerStats CpuCompiler::stats() const {

@@ -36,6 +36,9 @@ struct CpuCompilerOptions {
   std::function<bool(const OpCall &op)> failCompile;
   /// Print a line to stderr for each kernel that falls back (once per kernel shape).
   bool logFallbacks = true;
+  /// Fold the rms_norm before a row loop into its quantized_matmuls (each call normalizes x into
+  /// a stack buffer) instead of running it once before the loop.
+  bool fusePrologue = true;
 };
 
 /// Counters over the life of a compiler.
@@ -48,6 +51,9 @@ struct CpuCompilerStats {
   /// groups (with their element-wise epilogues) over all their rows.
   uint64_t headLoops = 0;
   uint64_t rowLoops = 0;
+  /// quantized_matmuls of row loops that run one generated kernel with their rms_norm prologue
+  /// and/or element-wise epilogue (KernelSpec prologue/epilogue), counted per plan.
+  uint64_t fusedKernels = 0;
   double compileSeconds = 0; ///< wall time inside compile()
   CpuJitTimes jit;
 };
@@ -97,6 +103,9 @@ private:
   KernelSpec specFor(const OpCall &op, uint8_t paramMask) const;
   /// Compiles the specs not cached yet (one module; one by one when that fails).
   void compileMissing(const std::vector<KernelSpec> &specs, const std::vector<OpCall> &ops);
+  /// The entry point of each spec (null where it failed), compiling those not cached yet.
+  std::vector<KernelFn> compileSpecs(const std::vector<KernelSpec> &specs,
+                                     const std::vector<OpCall> &ops);
 
   CpuCompilerOptions options_;
   std::shared_ptr<CpuJit> jit_;

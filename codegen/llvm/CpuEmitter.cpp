@@ -29,15 +29,20 @@ Value Emitter::zeros(int64_t lanes) {
 }
 
 Value Emitter::buffer(int i) {
-  Value slot =
-      b.create<LLVM::GEPOp>(loc, ptrType(), ptrType(), buffers_, llvm::ArrayRef<LLVM::GEPArg>{i});
+  int index = 3 * member_ + i;
+  for (const auto &[operand, address] : overrides_)
+    if (operand == index)
+      return address;
+  Value slot = b.create<LLVM::GEPOp>(loc, ptrType(), ptrType(), buffers_,
+                                     llvm::ArrayRef<LLVM::GEPArg>{index});
   return b.create<LLVM::LoadOp>(loc, ptrType(), slot, /*alignment=*/8);
 }
 
 Value Emitter::intArg(const OpShape &shape, int i) {
   if (shape.isStatic(i))
     return c64(shape.ints[i]);
-  Value slot = b.create<LLVM::GEPOp>(loc, ptrType(), i64(), ints_, llvm::ArrayRef<LLVM::GEPArg>{i});
+  Value slot = b.create<LLVM::GEPOp>(loc, ptrType(), i64(), ints_,
+                                     llvm::ArrayRef<LLVM::GEPArg>{5 * member_ + i});
   return b.create<LLVM::LoadOp>(loc, i64(), slot, /*alignment=*/8);
 }
 
@@ -148,12 +153,38 @@ bool isContraction(OpKind kind) {
 
 } // namespace
 
+// The largest n_cols a fused rms_norm prologue keeps on the stack (64 KB of x).
+constexpr int64_t kMaxPrologueCols = 16384;
+
+absl::Status checkFused(const KernelSpec &spec) {
+  auto unsupported = [&](const std::string &why) {
+    return absl::UnimplementedError(
+        absl::StrCat("kernel ", spec.name(), ": no fused cpu kernel for ", why));
+  };
+  if (spec.attentionOverHeads)
+    return unsupported("attention over heads (the cpu plan runs it as a loop over heads)");
+  if (spec.anchor.kind != OpKind::QuantizedMatmul)
+    return unsupported(absl::StrCat("a ", opInfo(spec.anchor.kind).name, " anchor"));
+  if (spec.prologue.size() > 1 ||
+      (spec.prologue.size() == 1 && spec.prologue[0].kind != OpKind::RmsNorm))
+    return unsupported("a prologue other than one rms_norm");
+  if (!spec.prologue.empty() && (!spec.anchor.isStatic(1) || spec.anchor.ints[1] <= 0 ||
+                                 spec.anchor.ints[1] > kMaxPrologueCols))
+    return unsupported("an rms_norm prologue without a static n_cols of at most 16384");
+  if ((spec.unstoredOutputs & ~1u) != 0 || (spec.unstoredOutputs != 0 && spec.prologue.empty()))
+    return unsupported("unstored outputs other than the rms_norm prologue's");
+  for (const OpShape &s : spec.epilogue)
+    if (!isElementwise(s.kind))
+      return unsupported(absl::StrCat("a ", opInfo(s.kind).name, " epilogue"));
+  return absl::OkStatus();
+}
+
 absl::Status buildKernel(mlir::ModuleOp module, const KernelSpec &spec, llvm::StringRef name,
                          bool int8Dot) {
-  if (!spec.prologue.empty() || !spec.epilogue.empty())
-    return absl::UnimplementedError(absl::StrCat(
-        "kernel ", spec.name(), ": fused prologues and epilogues (",
-        spec.prologue.size() + spec.epilogue.size(), " member ops) are not generated yet"));
+  const bool fused = !spec.prologue.empty() || !spec.epilogue.empty() || spec.attentionOverHeads;
+  if (fused)
+    if (absl::Status s = checkFused(spec); !s.ok())
+      return s;
   mlir::MLIRContext *context = module.getContext();
   mlir::OpBuilder b(context);
   b.setInsertionPointToEnd(module.getBody());
@@ -166,9 +197,29 @@ absl::Status buildKernel(mlir::ModuleOp module, const KernelSpec &spec, llvm::St
   Emitter e(b, loc, entry->getArgument(0), entry->getArgument(1));
   e.int8Dot = int8Dot;
   Value begin = entry->getArgument(2), end = entry->getArgument(3);
-  absl::Status status = isContraction(spec.anchor.kind)
-                            ? emitContractionKernel(e, spec.anchor, begin, end)
-                            : emitPointwiseKernel(e, spec.anchor, begin, end);
+  absl::Status status = absl::OkStatus();
+  if (!spec.prologue.empty()) {
+    // The normalized x on the stack; the first range's call also stores it.
+    const int64_t cols = spec.anchor.ints[1];
+    Value x = b.create<LLVM::AllocaOp>(loc, e.ptrType(), e.f32(), e.c64(cols), 64);
+    e.setMember(0);
+    emitRmsNormRow(e, spec.prologue[0], x);
+    if ((spec.unstoredOutputs & 1) == 0) {
+      Value first = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, begin, e.c64(0));
+      auto ifOp = b.create<mlir::scf::IfOp>(loc, first, /*withElseRegion=*/false);
+      mlir::OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+      b.create<LLVM::MemcpyOp>(loc, e.buffer(2), x, e.c64(cols * 4), /*isVolatile=*/false);
+    }
+    e.setMember(1);
+    e.overrideBuffer(1, x);
+  }
+  status = isContraction(spec.anchor.kind) ? emitContractionKernel(e, spec.anchor, begin, end)
+                                           : emitPointwiseKernel(e, spec.anchor, begin, end);
+  for (size_t m = 0; status.ok() && m < spec.epilogue.size(); ++m) {
+    e.setMember(static_cast<int>(spec.prologue.size() + 1 + m));
+    status = emitPointwiseKernel(e, spec.epilogue[m], begin, end);
+  }
   if (!status.ok()) {
     func.erase();
     return status;

@@ -44,10 +44,19 @@ public:
   mlir::Value cf32(double v);
   mlir::Value zeros(int64_t lanes); ///< f32 0, or a zero vector of `lanes`
 
-  /// Base address of buffer operand `i` (loaded once, at the point of the call).
+  /// Base address of buffer operand `i` of the current member (loaded at the point of the call),
+  /// or the value overrideBuffer gave it.
   mlir::Value buffer(int i);
-  /// Integer argument `i` of `shape`: a constant when it is static, else loaded from ints.
+  /// Integer argument `i` of `shape` (the current member's): a constant when it is static, else
+  /// loaded from ints.
   mlir::Value intArg(const OpShape &shape, int i);
+  /// The member of a fused kernel (spec order: prologue, anchor, epilogue) whose operands
+  /// buffer() and intArg() read: buffers[3 m + i], ints[5 m + i]. 0 for single-op kernels.
+  void setMember(int m) { member_ = m; }
+  /// From now on buffer(i) of the current member is `address` (e.g. a stack copy of x).
+  void overrideBuffer(int i, mlir::Value address) {
+    overrides_.push_back({3 * member_ + i, address});
+  }
 
   // i64 arithmetic.
   mlir::Value add(mlir::Value a, mlir::Value c);
@@ -85,6 +94,8 @@ public:
 private:
   mlir::Value buffers_;
   mlir::Value ints_;
+  int member_ = 0;
+  llvm::SmallVector<std::pair<int, mlir::Value>, 2> overrides_;
 };
 
 /// Dequant.h's ByteReader over LLVM pointers (block = the block's address).
@@ -107,8 +118,20 @@ absl::Status emitPointwiseKernel(Emitter &e, const OpShape &op, mlir::Value begi
 absl::Status emitContractionKernel(Emitter &e, const OpShape &op, mlir::Value begin,
                                    mlir::Value end);
 
+/// rms_norm(in, weight, out, size, eps) of the current member, the row written to `out`.
+void emitRmsNormRow(Emitter &e, const OpShape &op, mlir::Value out);
+
 /// Adds `void @name(ptr buffers, ptr ints, i64 begin, i64 end)` computing `spec` to `module`.
-/// Unimplemented for specs this stage cannot build (fused members).
+/// Fused specs (CpuCompiler's row launches): a quantized_matmul anchor over [begin, end) of its
+/// rows, with
+/// - a prologue [rms_norm] whose out is the anchor's x: the call computes the normalized vector
+///   into a stack buffer (with the rms_norm kernel's code, so bit for bit the same) and reads x
+///   from there; the call with begin == 0 also stores it to the norm's out unless bit 0 of
+///   unstoredOutputs is set (another launch of the group stores it);
+/// - an epilogue of element-wise ops (silu, add, element_mul), each applied to elements
+///   [begin, end) after the rows are stored, with the code of its own kernel.
+/// Member m's buffer operand i is buffers[3 m + i] and its integer i is ints[5 m + i] (spec
+/// order: prologue, anchor, epilogue). Unimplemented for any other fused spec.
 absl::Status buildKernel(mlir::ModuleOp module, const KernelSpec &spec, llvm::StringRef name,
                          bool int8Dot = false);
 

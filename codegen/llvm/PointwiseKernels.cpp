@@ -94,9 +94,11 @@ void emitSoftmaxKernel(Emitter &e, const OpShape &op) {
   });
 }
 
+} // namespace
+
 // rms_norm(in, weight, out, size, eps): out = in * w / sqrt(mean(in^2) + eps), the scale in f64.
-void emitRmsNormKernel(Emitter &e, const OpShape &op) {
-  Value in = e.buffer(0), weight = e.buffer(1), out = e.buffer(2), size = e.intArg(op, 0);
+void emitRmsNormRow(Emitter &e, const OpShape &op, Value out) {
+  Value in = e.buffer(0), weight = e.buffer(1), size = e.intArg(op, 0);
   auto square = [&](Value acc, Value x, Value) { return e.fma(x, x, acc); };
   Value sumSquares = emitRowFold(
       e, in, size, e.zeros(kLanes), e.cf32(0.0), square, [&](Value v) { return e.reduceAdd(v); },
@@ -114,6 +116,10 @@ void emitRmsNormKernel(Emitter &e, const OpShape &op) {
     e.storeF32(out, i, e.fmul(v, splat(e.b, e.loc, scale, lanes)));
   });
 }
+
+namespace {
+
+void emitRmsNormKernel(Emitter &e, const OpShape &op) { emitRmsNormRow(e, op, e.buffer(2)); }
 
 // rope(q, k, pos, head_dim, freq_base, n_heads_q, n_heads_k), in place.
 void emitRopeKernel(Emitter &e, const OpShape &op) {

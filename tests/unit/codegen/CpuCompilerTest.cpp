@@ -264,7 +264,7 @@ TEST(CpuCompilerTest, TheFailureIsAStatusWithTheKernelNamed) {
   EXPECT_EQ(unfusable.status().code(), absl::StatusCode::kUnimplemented);
 }
 
-// A fused kernel of the fusion pipeline runs its member ops on their own kernels for now.
+// A fused kernel of the fusion pipeline: rms_norm folded into the quantized_matmul's kernel.
 TEST(CpuCompilerTest, MultiOpKernelsRunTheirMembers) {
   auto compiler = makeCompiler();
   ASSERT_TRUE(compiler);
@@ -291,6 +291,82 @@ TEST(CpuCompilerTest, MultiOpKernelsRunTheirMembers) {
   runReference(norm, ref);
   runReference(mv, ref);
   expectNmse(bytesFloats(out.bytes[4]), bytesFloats(ref.bytes[4]));
+  expectNmse(bytesFloats(out.bytes[2]), bytesFloats(ref.bytes[2]));
+  EXPECT_EQ(compiler->stats().fusedKernels, 1u);
+}
+
+// One kernel of `ops` (fused) or one kernel per op.
+KernelProgram programOf(const std::vector<OpCall> &ops, bool oneKernel) {
+  KernelProgram program;
+  for (const OpCall &op : ops) {
+    if (!oneKernel || program.kernels.empty())
+      program.kernels.emplace_back();
+    KernelMember m;
+    m.entry.op = op;
+    program.kernels.back().ops.push_back(m);
+  }
+  return program;
+}
+
+// Fused quantized_matmul kernels (rms_norm prologue; add, silu + element_mul epilogues) split
+// across a pool: every buffer as the reference leaves it, and bit for bit what the same ops
+// leave as kernels of their own.
+TEST(CpuCompilerTest, FusedQMatmulKernelsMatchTheirMembers) {
+  ThreadPool pool(3);
+  CpuCompilerOptions options;
+  options.pool = &pool;
+  options.minParallelBytes = 0;
+  auto compiler = makeCompiler(options);
+  ASSERT_TRUE(compiler);
+  const uint32_t rows = 96, cols = 256;
+  // Slots: 0 norm in, 1 norm weight, 2 normalized x, 3 W, 4 out, 5 residual / up weights,
+  // 6 up out.
+  std::vector<std::pair<std::string, std::vector<OpCall>>> cases = {
+      {"rms_norm+qmatmul+add",
+       {ops::rmsNorm(slot(0), slot(1), slot(2), cols, 1e-5f),
+        ops::quantizedMatmul(slot(3), slot(2), slot(4), rows, cols, DType::Q4_0),
+        ops::add(slot(4), slot(5), slot(5), rows)}},
+      {"rms_norm+qmatmulx2+silu+element_mul",
+       {ops::rmsNorm(slot(0), slot(1), slot(2), cols, 1e-5f),
+        ops::quantizedMatmul(slot(3), slot(2), slot(4), rows, cols, DType::Q8_0),
+        ops::quantizedMatmul(slot(5), slot(2), slot(6), rows, cols, DType::Q8_0),
+        ops::silu(slot(4), slot(4), rows), ops::elementMul(slot(4), slot(6), slot(4), rows)}},
+      {"qmatmul+add (residual first)",
+       {ops::quantizedMatmul(slot(3), slot(2), slot(4), rows, cols, DType::Q4_K),
+        ops::add(slot(5), slot(4), slot(5), rows)}},
+  };
+  for (const auto &[what, opList] : cases) {
+    std::mt19937 rng(7);
+    bool swiglu = opList.size() == 5;
+    DType dtype = opList[swiglu ? 1 : opList.size() == 3 ? 1 : 0].dtype;
+    OpBuffers in;
+    in.bytes = {floatBytes(randomFloats(cols, rng)),
+                floatBytes(randomFloats(cols, rng)),
+                opList.size() == 2 ? floatBytes(randomFloats(cols, rng)) : poisonBytes(cols * 4),
+                randomWeights(dtype, rows, cols, rng),
+                poisonBytes(rows * 4),
+                swiglu ? randomWeights(dtype, rows, cols, rng)
+                       : floatBytes(randomFloats(rows, rng)),
+                poisonBytes(rows * 4)};
+    uint64_t fusedBefore = compiler->stats().fusedKernels;
+    auto fused = compiler->compileProgram(programOf(opList, true));
+    auto separate = compiler->compileProgram(programOf(opList, false));
+    ASSERT_TRUE(fused.ok() && separate.ok()) << what;
+    EXPECT_GT(compiler->stats().fusedKernels, fusedBefore) << what;
+    OpBuffers out = in, sep = in, ref = in;
+    ASSERT_TRUE(runPlan(**fused, out).ok());
+    ASSERT_TRUE(runPlan(**separate, sep).ok());
+    for (const OpCall &op : opList)
+      runReference(op, ref);
+    for (size_t b : {size_t(2), size_t(4), size_t(5), size_t(6)}) {
+      if (b == 5 && swiglu)
+        continue;
+      EXPECT_EQ(out.bytes[b], sep.bytes[b]) << what << ": buffer " << b;
+      if (b != 6 || swiglu)
+        expectNmse(bytesFloats(out.bytes[b]), bytesFloats(ref.bytes[b]), kF32Tolerance,
+                   what + ": buffer " + std::to_string(b));
+    }
+  }
 }
 
 TEST(CpuCompilerTest, KernelIRIsVectorizedLLVMIR) {
@@ -468,6 +544,7 @@ void decodeFusedLikeUnfused(const model::ModelWeights &weights, const char *what
   }
   EXPECT_GT(compiler->stats().headLoops, 0u) << what;
   EXPECT_GT(compiler->stats().rowLoops, 0u) << what;
+  EXPECT_GT(compiler->stats().fusedKernels, 0u) << what;
 }
 
 TEST(CpuCompilerTest, FusedLoopsDecodeMicroLikeUnfused) {

@@ -7,6 +7,10 @@
 // once plus the K and V caches up to the position. `hbm_fraction` divides the effective bandwidth
 // by SINTER_PEAK_GBPS (default 4800, an H200's HBM3e); `kernel_ms` is the device time of the
 // kernels per token from timestamps (SINTER_STATS=1 turns them on, and prints per kernel).
+// BM_VulkanCopyBandwidth runs first and measures the device's copy bandwidth (bytes read plus
+// written by vkCmdCopyBuffer between two buffers of SINTER_BENCH_COPY_MB MiB, default 256, 16
+// copies per submission); every decode row then reports `floor_fraction`: its tokens/s over the
+// floor, copy bandwidth / bytes per token.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +24,8 @@
 #include "backends/EagerBackend.h"
 #include "backends/VulkanBackend.h"
 #include "runtime/LazyBackend.h"
+#include "runtime/vulkan/VulkanDevice.h"
+#include "sinter/Status.h"
 #include "tools/model/Decoder.h"
 #include "tools/model/Synthetic.h"
 
@@ -65,6 +71,56 @@ runtime::LazyStats statsOf(ComputeBackend &backend) {
   if (auto *eager = dynamic_cast<EagerBackend *>(&backend))
     return eager->stats();
   return {};
+}
+
+// Bytes read plus written per second by device-to-device copies, measured by
+// BM_VulkanCopyBandwidth (0 until it has run).
+double gCopyBytesPerSecond = 0;
+
+void BM_VulkanCopyBandwidth(benchmark::State &state) {
+  auto device = runtime::vulkan::VulkanDevice::create();
+  if (!device.ok()) {
+    state.SkipWithError(std::string(device.status().message()).c_str());
+    return;
+  }
+  const char *env = std::getenv("SINTER_BENCH_COPY_MB");
+  const uint64_t bytes = uint64_t(env ? std::max(1, std::atoi(env)) : 256) << 20;
+  auto a = (*device)->createBuffer(bytes), b = (*device)->createBuffer(bytes);
+  if (!a.ok() || !b.ok()) {
+    state.SkipWithError("cannot allocate the copy buffers");
+    return;
+  }
+  constexpr int kCopies = 16;
+  auto copyOnce = [&]() -> absl::Status {
+    SINTER_ASSIGN_OR_RETURN(VkCommandBuffer cmd, (*device)->beginOneShot());
+    for (int i = 0; i < kCopies; ++i) {
+      const runtime::vulkan::BufferRef &src = i % 2 ? *b : *a, &dst = i % 2 ? *a : *b;
+      VkBufferCopy region{src.offset, dst.offset, bytes};
+      vkCmdCopyBuffer(cmd, src.buffer, dst.buffer, 1, &region);
+      VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr,
+                              VK_ACCESS_TRANSFER_WRITE_BIT,
+                              VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT};
+      vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
+                           1, &barrier, 0, nullptr, 0, nullptr);
+    }
+    return (*device)->endOneShot(cmd);
+  };
+  if (absl::Status s = copyOnce(); !s.ok()) { // warm-up
+    state.SkipWithError(std::string(s.message()).c_str());
+    return;
+  }
+  auto start = Clock::now();
+  for (auto _ : state)
+    if (absl::Status s = copyOnce(); !s.ok()) {
+      state.SkipWithError(std::string(s.message()).c_str());
+      return;
+    }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const double moved = 2.0 * double(bytes) * kCopies * double(state.iterations());
+  gCopyBytesPerSecond = moved / seconds;
+  state.counters["copy_GB_per_s"] = gCopyBytesPerSecond / 1e9;
+  (*device)->freeBuffer(*a);
+  (*device)->freeBuffer(*b);
 }
 
 enum class Mode { Fused, Unfused, Eager };
@@ -116,6 +172,8 @@ void BM_VulkanDecode(benchmark::State &state, std::string preset, Mode mode) {
   state.counters["GB_per_s"] =
       benchmark::Counter(tokens * bytes / 1e9, benchmark::Counter::kIsRate);
   state.counters["hbm_fraction"] = tokens * bytes / seconds / 1e9 / peak;
+  if (gCopyBytesPerSecond > 0) // tokens/s over the floor: copy bandwidth / bytes per token
+    state.counters["floor_fraction"] = tokens / seconds / (gCopyBytesPerSecond / bytes);
   state.counters["MB_per_token"] = bytes / 1e6;
   state.counters["kernels_per_token"] =
       double(after.kernelsLaunched - before.kernelsLaunched) / tokens;
@@ -129,6 +187,10 @@ void BM_VulkanDecode(benchmark::State &state, std::string preset, Mode mode) {
 
 void registerAll() {
   const char *env = std::getenv("SINTER_BENCH_PRESETS");
+  benchmark::RegisterBenchmark("BM_VulkanCopyBandwidth", BM_VulkanCopyBandwidth)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->MinTime(1);
   std::string presets = env && *env ? env : "tinyllama-1.1b,llama-7b";
   for (absl::string_view p : absl::StrSplit(presets, ',', absl::SkipEmpty())) {
     std::string preset(p);

@@ -198,25 +198,33 @@ bool matchRows(const std::vector<Step> &steps, Launch &launch) {
     int numInputs = op.kind == OpKind::Silu ? 1 : 2;
     uint32_t in[2] = {slotOf(e, 0), numInputs == 2 ? slotOf(e, 1) : slotOf(e, 0)};
     uint32_t out = slotOf(e, numInputs);
-    Chain *chain = nullptr;
-    for (Chain &c : chains)
-      if (!c.provider && (c.tail == in[0] || c.tail == in[1]) && staticRows(c) &&
-          uint64_t(rowsOf(c)) == op.ints[0])
+    // The chain whose value the op reads (its first operand's, then its second's), and the
+    // provider of its other operand when that is another lane's bare anchor output.
+    Chain *chain = nullptr, *provider = nullptr;
+    uint32_t other = 0;
+    for (uint32_t chained : {in[0], in[1]}) {
+      for (Chain &c : chains) {
+        if (chain || c.provider || c.tail != chained || !staticRows(c) ||
+            uint64_t(rowsOf(c)) != op.ints[0])
+          continue;
+        uint32_t o = chained == in[0] ? in[1] : in[0];
+        Chain *p = nullptr;
+        if (o != c.tail && contains(written, o)) {
+          for (Chain &q : chains)
+            if (&q != &c && q.owned.size() == 1 && q.owned[0] == o && q.elementReads.empty() &&
+                launch.lanes[q.lane].segments.size() == 1 && staticRows(q) &&
+                rowsOf(q) == rowsOf(c))
+              p = &q;
+          if (!p)
+            continue;
+        }
         chain = &c;
+        provider = p;
+        other = o;
+      }
+    }
     if (!chain)
       break;
-    uint32_t other = chain->tail == in[0] ? in[1] : in[0];
-    Chain *provider = nullptr;
-    if (other != chain->tail && contains(written, other)) {
-      // Only another lane's bare anchor output, moved into this lane before it.
-      for (Chain &c : chains)
-        if (&c != chain && c.owned.size() == 1 && c.owned[0] == other && c.elementReads.empty() &&
-            launch.lanes[c.lane].segments.size() == 1 && staticRows(c) &&
-            rowsOf(c) == rowsOf(*chain))
-          provider = &c;
-      if (!provider)
-        break;
-    }
     // The output: not an anchor's matrix or x, not another chain's buffer or element read.
     bool clash = contains(wholeReads, out);
     for (const Chain &c : chains)
@@ -244,7 +252,8 @@ bool matchRows(const std::vector<Step> &steps, Launch &launch) {
     if (other != chain->tail)
       chain->elementReads.push_back(other);
     chain->tail = out;
-    chain->owned.push_back(out);
+    if (!contains(chain->owned, out))
+      chain->owned.push_back(out);
     written.push_back(out);
   }
   launch.rowLast = i;
@@ -776,6 +785,72 @@ std::vector<KernelFn> CpuCompiler::compileSpecs(const std::vector<KernelSpec> &s
   for (const KernelSpec &spec : specs)
     fns.push_back(cache_.at(spec.key()).fn);
   return fns;
+}
+
+absl::StatusOr<std::string> CpuCompiler::specIR(const KernelSpec &spec, bool optimized) {
+  return jit_->llvmIR(spec, optimized);
+}
+
+absl::StatusOr<std::string> CpuCompiler::specAsm(const KernelSpec &spec) {
+  return jit_->assembly(spec);
+}
+
+std::vector<CpuKernelFunctions> CpuCompiler::functionsOf(const KernelProgram &program) {
+  // compileProgram's planning with every kernel taken as compiled (a dummy entry point).
+  const KernelFn compiled = [](uint8_t *const *, const int64_t *, int64_t, int64_t) {};
+  std::vector<Step> steps;
+  for (size_t k = 0; k < program.kernels.size(); ++k)
+    for (const KernelMember &member : program.kernels[k].ops) {
+      Step step;
+      step.op = member;
+      step.kernelIndex = k;
+      step.upload = member.entry.kind == TraceEntry::Kind::Upload;
+      step.fn = step.upload ? nullptr : compiled;
+      steps.push_back(std::move(step));
+    }
+  std::vector<Launch> plan = planLaunches(steps);
+  std::vector<KernelSpec> fusedSpecs;
+  std::vector<int> fusedOf(steps.size(), -1);
+  uint64_t ignored = 0;
+  for (Launch &launch : plan) {
+    if (launch.kind != Launch::Kind::Rows)
+      continue;
+    std::vector<KernelSpec> specs;
+    fuseSegments(
+        steps, launch, options_.fusePrologue,
+        [&](const std::vector<KernelSpec> &wanted, const std::vector<OpCall> &) {
+          specs = wanted;
+          return std::vector<KernelFn>(wanted.size(), compiled);
+        },
+        [this](const OpCall &op, uint8_t mask) { return specFor(op, mask); }, &ignored);
+    size_t next = 0;
+    for (const Lane &lane : launch.lanes)
+      for (const Segment &seg : lane.segments) {
+        if (!seg.fused)
+          continue;
+        for (size_t m : seg.members) // the prologue's: the kernel that stores its output
+          if (fusedOf[m] < 0)
+            fusedOf[m] = static_cast<int>(fusedSpecs.size());
+        fusedSpecs.push_back(specs[next++]);
+      }
+  }
+  std::vector<CpuKernelFunctions> out(program.kernels.size());
+  std::vector<absl::flat_hash_map<std::string, int>> indexOf(program.kernels.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    CpuKernelFunctions &k = out[steps[i].kernelIndex];
+    if (steps[i].upload) {
+      k.memberFunction.push_back(-1);
+      continue;
+    }
+    KernelSpec spec = fusedOf[i] >= 0 ? fusedSpecs[fusedOf[i]]
+                                      : specFor(opOf(steps[i]), paramMaskOf(steps[i].op));
+    auto [it, inserted] =
+        indexOf[steps[i].kernelIndex].emplace(spec.key(), static_cast<int>(k.specs.size()));
+    if (inserted)
+      k.specs.push_back(std::move(spec));
+    k.memberFunction.push_back(it->second);
+  }
+  return out;
 }
 
 CpuCompilerStats CpuCompiler::stats() const {

@@ -58,6 +58,12 @@ struct CpuCompilerStats {
   CpuJitTimes jit;
 };
 
+/// The functions the cpu plan of one program kernel calls (CpuCompiler::functionsOf).
+struct CpuKernelFunctions {
+  std::vector<KernelSpec> specs;   ///< each distinct function once, in order of first use
+  std::vector<int> memberFunction; ///< per member op: its function's index in specs (-1: upload)
+};
+
 class CpuCompiler : public PlanCompiler {
 public:
   /// Fails (Internal) when the host cannot be JIT-compiled for.
@@ -83,6 +89,13 @@ public:
                                        bool optimized = true);
   /// The host assembly of the same kernel (after O3, as the JIT emits it). For sinter-dump --asm.
   absl::StatusOr<std::string> kernelAsm(const OpCall &op, uint8_t paramMask = 0);
+  /// Which function compileProgram's plan runs for each member op of each kernel of `program`,
+  /// when every kernel compiles: a fused kernel (rms_norm prologue, quantized_matmul, epilogue)
+  /// for the members it computes, each other member's own kernel. Compiles nothing.
+  std::vector<CpuKernelFunctions> functionsOf(const KernelProgram &program);
+  /// The optimized LLVM IR / host assembly of any spec (fused ones included).
+  absl::StatusOr<std::string> specIR(const KernelSpec &spec, bool optimized = true);
+  absl::StatusOr<std::string> specAsm(const KernelSpec &spec);
   /// The kernel name `op` gets under `paramMask` (the stem of its symbol), e.g.
   /// "quantized_matmul_q4_0_nc2048".
   static std::string kernelName(const OpCall &op, uint8_t paramMask = 0);

@@ -234,40 +234,36 @@ void printKernels(const KernelProgram &program, const Trace *recorded, size_t ca
   }
 }
 
-// The cpu backend's code for every kernel: which JIT function runs each member op (fused kernels
-// still run one function per member), then each distinct function once, as optimized LLVM IR or
+// The cpu backend's code for every kernel: which JIT function runs each member op (a fused
+// quantized_matmul kernel computes its rms_norm prologue and element-wise epilogue members too;
+// the rest run their own kernels), then each distinct function once, as optimized LLVM IR or
 // (`assembly`) as host assembly.
 absl::Status printCpuCode(const KernelProgram &program, bool assembly) {
   SINTER_ASSIGN_OR_RETURN(std::unique_ptr<codegen::CpuCompiler> cpu,
                           codegen::CpuCompiler::create());
   std::printf("\n// ===== %s of the cpu backend (host: %s) =====\n",
               assembly ? "Assembly" : "LLVM IR", cpu->hostDescription().c_str());
+  std::vector<codegen::CpuKernelFunctions> functions = cpu->functionsOf(program);
   std::set<std::string> printed;
   std::vector<std::string> bodies;
   size_t n = 0;
-  for (const Kernel &k : program.kernels) {
-    if (k.hostCopy)
+  for (size_t k = 0; k < program.kernels.size(); ++k) {
+    const Kernel &kernel = program.kernels[k];
+    if (kernel.hostCopy)
       continue;
-    std::printf("// kernel %zu: %s\n", n++, k.name.c_str());
-    for (const KernelMember &m : k.ops) {
-      if (m.entry.kind == TraceEntry::Kind::Upload)
+    std::printf("// kernel %zu: %s\n", n++, kernel.name.c_str());
+    for (size_t i = 0; i < kernel.ops.size(); ++i) {
+      int f = functions[k].memberFunction[i];
+      if (f < 0)
         continue;
-      uint8_t mask = 0;
-      for (int i = 0; i < 5; ++i)
-        if (m.paramOf[i] >= 0)
-          mask |= uint8_t(1u << i);
-      std::string name = codegen::CpuCompiler::kernelName(m.entry.op, mask);
-      std::printf("//   %s -> @%s\n", opInfo(m.entry.op.kind).name, name.c_str());
-      if (!printed.insert(name).second)
+      const codegen::KernelSpec &spec = functions[k].specs[f];
+      std::string name = spec.name();
+      std::printf("//   %s -> @%s\n", opInfo(kernel.ops[i].entry.op.kind).name, name.c_str());
+      if (!printed.insert(spec.key()).second)
         continue;
-      if (assembly) {
-        SINTER_ASSIGN_OR_RETURN(std::string text, cpu->kernelAsm(m.entry.op, mask));
-        bodies.push_back(std::move(text));
-      } else {
-        SINTER_ASSIGN_OR_RETURN(std::string ir,
-                                cpu->kernelIR(m.entry.op, mask, /*optimized=*/true));
-        bodies.push_back(std::move(ir));
-      }
+      SINTER_ASSIGN_OR_RETURN(std::string body,
+                              assembly ? cpu->specAsm(spec) : cpu->specIR(spec, true));
+      bodies.push_back(std::move(body));
     }
   }
   for (const std::string &body : bodies)

@@ -13,7 +13,7 @@
 #          it hides no real race
 #   soak   the soak test with SINTER_LONG_SOAK_CALLS calls per test (default 20,000,000: minutes)
 #   fuzz   each libFuzzer target for SINTER_LONG_FUZZ_TIME seconds (default 600) and the fusion
-#          fuzzers on 10000 graphs
+#          fuzzers (interpreter, cpu, vulkan) on 10000 graphs; builds only those targets
 #
 # CI's default run already has, inside the main build: ASan+UBSan twins of the plain-C++ libraries
 # with the tests over them (ctest -L asan), each fuzzer for SINTER_FUZZ_TIME seconds, and the soak
@@ -89,7 +89,7 @@ stage_fuzz() {
   # Only what this stage runs (the fuzzers, the seed writers, the fusion-fuzzer tests), not the
   # whole build; then the seeds (the CTest fixtures that write them).
   ninja -C "$main" -j "$jobs" gguf_fuzz capi_fuzz trace_fuzz sinter-run sinter-dump \
-    FusionFuzzTest CpuFuzzTest
+    FusionFuzzTest CpuFuzzTest VulkanFuzzTest
   (cd "$main" && ctest --output-on-failure -R "_fuzz_seed_")
   local fuzz=$main/tests/fuzz
   timed "gguf fuzz" "$fuzz/GgufFuzz" -max_total_time="$seconds" -rss_limit_mb=2048 \
@@ -98,6 +98,8 @@ stage_fuzz() {
     -max_len=4096 -timeout=20 -print_final_stats=1 "$fuzz/capi_corpus"
   timed "trace fuzz" "$fuzz/TraceFuzz" -max_total_time="$seconds" -rss_limit_mb=2048 \
     -max_len=16384 -timeout=20 -print_final_stats=1 "$fuzz/trace_corpus" "$fuzz/trace_seeds"
+  # The interpreter (FusionFuzzTest), the cpu kinds (CpuFuzzTest) and the vulkan kind
+  # (VulkanFuzzTest.FusionFuzzGraphsAgreeWithTheReference).
   (cd "$main" && timed "fusion fuzzers" env SINTER_FUZZ_GRAPHS=10000 \
     ctest --output-on-failure --timeout 3600 -R "FusionFuzz|CpuFuzz")
 }

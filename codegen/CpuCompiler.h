@@ -37,8 +37,10 @@ struct CpuCompilerOptions {
   /// Print a line to stderr for each kernel that falls back (once per kernel shape).
   bool logFallbacks = true;
   /// Fold the rms_norm before a row loop into its quantized_matmuls (each call normalizes x into
-  /// a stack buffer) instead of running it once before the loop.
-  bool fusePrologue = true;
+  /// a stack buffer) instead of running it once before the loop. Off by default: on the 2-core
+  /// AVX-512 host, tinyllama decoded 7-10% slower with it (sinter-bench-cpu-decode SideBySide,
+  /// fused vs fused_norm_apart), though the norm is a few thousand floats per call.
+  bool fusePrologue = false;
 };
 
 /// Counters over the life of a compiler.

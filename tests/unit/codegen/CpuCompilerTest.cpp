@@ -266,7 +266,9 @@ TEST(CpuCompilerTest, TheFailureIsAStatusWithTheKernelNamed) {
 
 // A fused kernel of the fusion pipeline: rms_norm folded into the quantized_matmul's kernel.
 TEST(CpuCompilerTest, MultiOpKernelsRunTheirMembers) {
-  auto compiler = makeCompiler();
+  CpuCompilerOptions options;
+  options.fusePrologue = true;
+  auto compiler = makeCompiler(options);
   ASSERT_TRUE(compiler);
   OpCall norm = ops::rmsNorm(slot(0), slot(1), slot(2), 256, 1e-5f);
   OpCall mv = ops::quantizedMatmul(slot(3), slot(2), slot(4), 32, 256, DType::Q4_K);
@@ -316,6 +318,7 @@ TEST(CpuCompilerTest, FusedQMatmulKernelsMatchTheirMembers) {
   CpuCompilerOptions options;
   options.pool = &pool;
   options.minParallelBytes = 0;
+  options.fusePrologue = true;
   auto compiler = makeCompiler(options);
   ASSERT_TRUE(compiler);
   const uint32_t rows = 96, cols = 256;
@@ -514,11 +517,13 @@ TEST(CpuCompilerTest, AttentionRunsAsOneLoopOverHeads) {
 // the epilogues inside the tasks: the logits must equal the unfused cpu backend's bit for bit
 // (the same kernels on the same data, in an order that changes nothing), and the plans must have
 // taken both loops.
-void decodeFusedLikeUnfused(const model::ModelWeights &weights, const char *what, uint32_t steps) {
+void decodeFusedLikeUnfused(const model::ModelWeights &weights, const char *what, uint32_t steps,
+                            bool prologue) {
   ThreadPool pool(3);
   CpuCompilerOptions options;
   options.pool = &pool;
   options.minParallelBytes = 0;
+  options.fusePrologue = prologue;
   std::shared_ptr<CpuCompiler> compiler = makeCompiler(options);
   ASSERT_TRUE(compiler);
   BackendOptions fusedOptions, unfusedOptions;
@@ -552,14 +557,16 @@ TEST(CpuCompilerTest, FusedLoopsDecodeMicroLikeUnfused) {
   so.dtype = DType::Q4_0;
   absl::StatusOr<model::ModelWeights> weights = model::generatePreset("micro", so);
   ASSERT_TRUE(weights.ok()) << weights.status();
-  decodeFusedLikeUnfused(*weights, "micro q4_0", 5);
+  decodeFusedLikeUnfused(*weights, "micro q4_0", 5, /*prologue=*/false);
+  decodeFusedLikeUnfused(*weights, "micro q4_0 (rms_norm prologue)", 5, /*prologue=*/true);
 }
 
 TEST(CpuCompilerTest, FusedLoopsDecodeStories260KLikeUnfused) {
   absl::StatusOr<model::ModelWeights> weights = model::loadLlama2c(modelPath());
   if (!weights.ok())
     GTEST_SKIP() << "stories260K not available: " << weights.status();
-  decodeFusedLikeUnfused(*weights, "stories260K", 5);
+  decodeFusedLikeUnfused(*weights, "stories260K", 5, /*prologue=*/false);
+  decodeFusedLikeUnfused(*weights, "stories260K (rms_norm prologue)", 5, /*prologue=*/true);
 }
 
 } // namespace

@@ -126,63 +126,39 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
       rowBases.push_back(e.mul(e.minu(e.add(firstRow, e.ci(r)), lastRow), bytesPerRow));
     // iters: one dot product per row, then the sum of squares of the norm's input.
     llvm::SmallVector<Value, 5> inits(rows + 1, e.cf(0.0));
-    auto stepBody = [&](Value s, ValueRange iters) {
-      llvm::SmallVector<Value> next(iters.begin(), iters.end());
-      Value firstBlock = e.mul(s, e.ci(step));
-      llvm::SmallVector<std::unique_ptr<WordReader>, 4> readers;
-      llvm::SmallVector<Value, 4> bases;
-      for (int64_t r = 0; r < rows; ++r) {
-        readers.push_back(std::make_unique<WordReader>(e, w, alignment));
-        bases.push_back(e.add(rowBases[r], e.mul(firstBlock, e.ci(layout.blockBytes))));
-      }
-      for (int64_t p = 0; p < step; ++p) {
-        Value firstColumn = e.mul(e.add(firstBlock, e.ci(p)), e.ci(layout.blockWeights));
-        for (int64_t g = 0; g < layout.groupsPerBlock(); ++g) {
-          Value first = e.add(firstColumn, e.ci(g * layout.groupWeights));
-          GroupInput gi = loadGroupInput(e, x4, g4, first, layout.groupWeights);
-          Value xSum;
+    auto accs = e.forLoop(
+        lane, e.divu(nBlocks, e.ci(step)), e.ci(lanes), inits, [&](Value s, ValueRange iters) {
+          llvm::SmallVector<Value> next(iters.begin(), iters.end());
+          Value firstBlock = e.mul(s, e.ci(step));
+          llvm::SmallVector<std::unique_ptr<WordReader>, 4> readers;
+          llvm::SmallVector<Value, 4> bases;
           for (int64_t r = 0; r < rows; ++r) {
-            readers[r]->setOffset(p * layout.blockBytes);
-            WeightGroup wg = emitWeightGroup(e.b, e.loc, *readers[r], op.dtype, bases[r], g);
-            Value dot = groupDot(e, wg.q, gi);
-            next[r] = wg.scale ? e.fma(dot, wg.scale, next[r]) : e.fadd(next[r], dot);
-            if (wg.bias) {
-              if (!xSum)
-                xSum = groupSum(e, gi.x, false);
-              next[r] = e.fma(xSum, wg.bias, next[r]);
+            readers.push_back(std::make_unique<WordReader>(e, w, alignment));
+            bases.push_back(e.add(rowBases[r], e.mul(firstBlock, e.ci(layout.blockBytes))));
+          }
+          for (int64_t p = 0; p < step; ++p) {
+            Value firstColumn = e.mul(e.add(firstBlock, e.ci(p)), e.ci(layout.blockWeights));
+            for (int64_t g = 0; g < layout.groupsPerBlock(); ++g) {
+              Value first = e.add(firstColumn, e.ci(g * layout.groupWeights));
+              GroupInput gi = loadGroupInput(e, x4, g4, first, layout.groupWeights);
+              Value xSum;
+              for (int64_t r = 0; r < rows; ++r) {
+                readers[r]->setOffset(p * layout.blockBytes);
+                WeightGroup wg = emitWeightGroup(e.b, e.loc, *readers[r], op.dtype, bases[r], g);
+                Value dot = groupDot(e, wg.q, gi);
+                next[r] = wg.scale ? e.fma(dot, wg.scale, next[r]) : e.fadd(next[r], dot);
+                if (wg.bias) {
+                  if (!xSum)
+                    xSum = groupSum(e, gi.x, false);
+                  next[r] = e.fma(xSum, wg.bias, next[r]);
+                }
+              }
+              if (norm)
+                next[rows] = e.fadd(next[rows], groupSum(e, gi.in, true));
             }
           }
-          if (norm)
-            next[rows] = e.fadd(next[rows], groupSum(e, gi.in, true));
-        }
-      }
-      return next;
-    };
-    // A lane's steps: with a static row length and at most kMaxUnroll steps a lane, straight-line
-    // code (every step's loads can be issued before the first one's arithmetic; a loop waits
-    // for each step's loads in turn: short rows were latency-bound), the last step guarded by a
-    // select when the lanes do not divide the steps; else a loop.
-    constexpr int64_t kMaxUnroll = 8;
-    llvm::SmallVector<Value> accs;
-    int64_t staticSteps = op.isStatic(1) && !scalar ? op.ints[1] / layout.blockWeights / step : -1;
-    int64_t perLane = staticSteps > 0 ? (staticSteps + lanes - 1) / lanes : 0;
-    if (perLane > 0 && perLane <= kMaxUnroll) {
-      accs.assign(inits.begin(), inits.end());
-      for (int64_t k = 0; k < perLane; ++k) {
-        Value s = e.add(lane, e.ci(k * lanes));
-        if ((k + 1) * int64_t(lanes) <= staticSteps) {
-          accs = stepBody(s, accs);
-          continue;
-        }
-        // Lanes past the last step decode it again (cached) and keep their sums.
-        Value valid = e.ult(s, e.ci(staticSteps));
-        llvm::SmallVector<Value> next = stepBody(e.minu(s, e.ci(staticSteps - 1)), accs);
-        for (size_t i = 0; i < accs.size(); ++i)
-          accs[i] = e.select(valid, next[i], accs[i]);
-      }
-    } else {
-      accs = e.forLoop(lane, e.divu(nBlocks, e.ci(step)), e.ci(lanes), inits, stepBody);
-    }
+          return next;
+        });
     if (scalar) { // columns past the last whole pseudo-block (scalar formats have rows == 1)
       Value tailBegin = e.add(e.mul(nBlocks, e.ci(layout.blockWeights)), lane);
       accs = e.forLoop(tailBegin, nCols, e.ci(lanes), ValueRange{accs[0], accs[1]},

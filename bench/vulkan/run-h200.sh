@@ -23,6 +23,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-$root/bench/results/vulkan-h200}
 mkdir -p "$out"
 log="$out/tests.log"
+[ "$what" = sweep ] && log="$out/sweep.log" # keep the tests' log of an earlier run in $OUT
 : >"$log"
 say() { echo "run-h200: $*" | tee -a "$log" >&2; }
 

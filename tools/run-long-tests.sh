@@ -37,10 +37,11 @@ configure_sanitized() { # dir flags
     -DCMAKE_SHARED_LINKER_FLAGS="$2" >/dev/null
 }
 
-timed() { # name command...
-  local start=$SECONDS
-  "${@:2}"
+timed() { # name command... (prints the time, then returns the command's status)
+  local start=$SECONDS status=0
+  "${@:2}" || status=$?
   echo "run-long-tests: $1 took $((SECONDS - start)) s"
+  return $status
 }
 
 stage_asan() {
@@ -60,11 +61,16 @@ stage_asan() {
   local san_env=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
     LSAN_OPTIONS=suppressions=$root/tests/reliability/lsan.supp)
+  # Both runs happen even when the first fails; the stage fails if either did.
+  local status=0
   (cd "$dir" && timed "asan tests" env "${san_env[@]}" \
-    ctest --output-on-failure -j "$jobs" --timeout 3600 -LE slow -E "$skip|$no_leak_check")
+    ctest --output-on-failure -j "$jobs" --timeout 3600 -LE slow -E "$skip|$no_leak_check") ||
+    status=$?
   (cd "$dir" && timed "asan tests without leak detection" env "${san_env[@]}" \
     ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:detect_stack_use_after_return=1 \
-    ctest --output-on-failure -j "$jobs" --timeout 3600 -LE slow -R "$no_leak_check")
+    ctest --output-on-failure -j "$jobs" --timeout 3600 -LE slow -R "$no_leak_check") ||
+    status=$?
+  return $status
 }
 
 stage_tsan() {

@@ -1,15 +1,23 @@
 // SpirvDis.cpp - sinter-spirv-dis: prints the SPIR-V of one generated kernel (for lit tests).
 //
 //   sinter-spirv-dis <op> [int ...] [--dtype=Q4_0] [--scalar=1e-5] [--params=MASK]
-//                    [--subgroup=32] [--no-opt]
+//                    [--subgroup=32] [--no-opt] [--rms-prologue] [--epilogue=add,silu,...]
+//                    [--attention]
 //
 // <op> is SEMANTICS.md's name (rms_norm, quantized_matmul, ...), the integers are the op's in
 // order, MASK (binary or decimal) marks those read at run time. The output is a header of
 // comment lines (kernel name, workgroup size, bindings, push constants) and spirv-dis's text.
+// Fused kernels: --rms-prologue puts an rms_norm of n_cols elements before a quantized_matmul,
+// --epilogue chains element-wise ops after it; --attention makes an attn_score the anchor of the
+// attention kernel over heads (softmax and attn_value of the same head_dim as its epilogue).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/strings/str_split.h"
 
 #include "codegen/spirv/SpirvCompiler.h"
 #include "sinter/DType.h"
@@ -22,7 +30,8 @@ namespace {
 int usage(const char *message) {
   std::fprintf(stderr,
                "sinter-spirv-dis: %s\nusage: sinter-spirv-dis <op> [int ...] "
-               "[--dtype=NAME] [--scalar=F] [--params=MASK] [--subgroup=N] [--no-opt]\n",
+               "[--dtype=NAME] [--scalar=F] [--params=MASK] [--subgroup=N] [--no-opt] "
+               "[--rms-prologue] [--epilogue=OPS] [--attention]\n",
                message);
   return 2;
 }
@@ -59,6 +68,8 @@ int main(int argc, char **argv) {
   uint8_t paramMask = 0;
   codegen::SpirvTarget target;
   int numInts = 0;
+  bool rmsPrologue = false, attention = false;
+  std::vector<OpKind> epilogue;
   for (int a = 2; a < argc; ++a) {
     std::string arg = argv[a];
     auto value = [&](const char *flag) -> const char * {
@@ -83,14 +94,45 @@ int main(int argc, char **argv) {
       target.subgroupSize = static_cast<uint32_t>(std::strtoul(v, nullptr, 10));
     } else if (arg == "--no-opt") {
       target.optimize = false;
+    } else if (arg == "--rms-prologue") {
+      rmsPrologue = true;
+    } else if (arg == "--attention") {
+      attention = true;
+    } else if (const char *v = value("--epilogue=")) {
+      for (absl::string_view name : absl::StrSplit(v, ',', absl::SkipEmpty())) {
+        bool known = false;
+        for (OpKind kind : {OpKind::Silu, OpKind::Add, OpKind::ElementMul})
+          if (name == opInfo(kind).name) {
+            epilogue.push_back(kind);
+            known = true;
+          }
+        if (!known)
+          return usage("an epilogue op is silu, add or element_mul");
+      }
     } else if (numInts < info.numInts) {
       op.ints[numInts++] = std::strtoull(argv[a], nullptr, 10);
     } else {
       return usage("too many arguments");
     }
   }
-  absl::StatusOr<codegen::SpirvKernel> k =
-      codegen::buildSpirvKernel(codegen::singleOpSpec(op, paramMask), target);
+  codegen::KernelSpec spec = codegen::singleOpSpec(op, paramMask);
+  BufferHandle b{1};
+  if (rmsPrologue)
+    spec.prologue.push_back(
+        codegen::shapeOf(ops::rmsNorm(b, b, b, uint32_t(op.ints[1]), 1e-5f), 0));
+  for (OpKind kind : epilogue)
+    spec.epilogue.push_back(
+        codegen::shapeOf(kind == OpKind::Silu  ? ops::silu(b, b, uint32_t(op.ints[0]))
+                         : kind == OpKind::Add ? ops::add(b, b, b, uint32_t(op.ints[0]))
+                                               : ops::elementMul(b, b, b, uint32_t(op.ints[0])),
+                         0));
+  if (attention) {
+    uint32_t headDim = uint32_t(op.ints[0]);
+    spec.epilogue = {codegen::shapeOf(ops::softmax(b, b, 1), 0b1),
+                     codegen::shapeOf(ops::attnValue(b, b, b, headDim, 1, 0, headDim, 0), 0b11110)};
+    spec.attentionOverHeads = true;
+  }
+  absl::StatusOr<codegen::SpirvKernel> k = codegen::buildSpirvKernel(spec, target);
   if (!k.ok()) {
     std::fprintf(stderr, "sinter-spirv-dis: %s\n", k.status().ToString().c_str());
     return 1;

@@ -1,0 +1,147 @@
+// LaunchGroupsTest.cpp - how the Vulkan runtime splits fused kernels into generated launches
+// (runtime/vulkan/LaunchGroups.h). No device needed: the matching is plain C++.
+#include "runtime/vulkan/LaunchGroups.h"
+
+#include <gtest/gtest.h>
+
+namespace sinter::runtime::vulkan {
+namespace {
+
+BufferHandle slot(uint32_t s) { return Trace::handleOfSlot(s); }
+
+KernelMember member(const OpCall &op) {
+  KernelMember m;
+  m.entry.op = op;
+  return m;
+}
+
+Kernel kernelOf(const std::vector<OpCall> &ops) {
+  Kernel k;
+  k.name = "test";
+  for (const OpCall &op : ops)
+    k.ops.push_back(member(op));
+  return k;
+}
+
+using Kind = Launch::Kind;
+
+TEST(LaunchGroupsTest, HorizontalProjectionsEachTakeTheNormOnlyTheFirstStoresIt) {
+  // rms_norm(x=0, g=1, xn=2) -> Q, K, V (W 3/5/7 -> 4/6/8) -> rope -> two KV writes.
+  Kernel k = kernelOf({ops::rmsNorm(slot(0), slot(1), slot(2), 256, 1e-5f),
+                       ops::quantizedMatmul(slot(3), slot(2), slot(4), 256, 256, DType::Q4_0),
+                       ops::quantizedMatmul(slot(5), slot(2), slot(6), 64, 256, DType::Q4_0),
+                       ops::quantizedMatmul(slot(7), slot(2), slot(8), 64, 256, DType::Q4_0),
+                       ops::rope(slot(4), slot(6), 3, 64, 1e4f, 4, 1),
+                       ops::copyBufferOffset(slot(6), slot(9), 0, 1024, 256),
+                       ops::copyBufferOffset(slot(8), slot(10), 0, 1024, 256)});
+  std::vector<Launch> l = planLaunches(k);
+  ASSERT_EQ(l.size(), 6u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(l[i].kind, Kind::Chain);
+    ASSERT_EQ(l[i].members.size(), 2u);
+    EXPECT_EQ(l[i].members[0].entry.op.kind, OpKind::RmsNorm);
+    EXPECT_EQ(l[i].spec.prologue.size(), 1u);
+    EXPECT_EQ(l[i].spec.unstoredOutputs, i == 0 ? 0u : 1u) << "launch " << i;
+  }
+  EXPECT_EQ(Trace::slotOf(l[1].members[1].entry.op.buffers[2]), 6u);
+  for (int i = 3; i < 6; ++i)
+    EXPECT_EQ(l[i].kind, Kind::Single);
+}
+
+TEST(LaunchGroupsTest, SwigluIsTheGatesEpilogueAndUpLaunchesFirst) {
+  // rms_norm -> gate (W 3 -> 4), up (W 5 -> 6) -> silu(4 -> 4) -> element_mul(4, 6 -> 4).
+  Kernel k =
+      kernelOf({ops::rmsNorm(slot(0), slot(1), slot(2), 256, 1e-5f),
+                ops::quantizedMatmul(slot(3), slot(2), slot(4), 512, 256, DType::Q8_0),
+                ops::quantizedMatmul(slot(5), slot(2), slot(6), 512, 256, DType::Q8_0),
+                ops::silu(slot(4), slot(4), 512), ops::elementMul(slot(4), slot(6), slot(4), 512)});
+  std::vector<Launch> l = planLaunches(k);
+  ASSERT_EQ(l.size(), 2u);
+  EXPECT_EQ(Trace::slotOf(l[0].members[1].entry.op.buffers[2]), 6u) << "up first";
+  EXPECT_EQ(l[0].spec.unstoredOutputs, 0u);
+  ASSERT_EQ(l[1].members.size(), 4u);
+  EXPECT_EQ(Trace::slotOf(l[1].members[1].entry.op.buffers[2]), 4u);
+  EXPECT_EQ(l[1].spec.epilogue.size(), 2u);
+  EXPECT_EQ(l[1].spec.unstoredOutputs, 1u);
+}
+
+TEST(LaunchGroupsTest, ResidualAddChainsFromEitherOperand) {
+  // quantized_matmul(W 0, x 1 -> 2) -> add(3, 2 -> 3): the chained value is add's b.
+  Kernel k = kernelOf({ops::quantizedMatmul(slot(0), slot(1), slot(2), 64, 128, DType::Q4_0),
+                       ops::add(slot(3), slot(2), slot(3), 64)});
+  std::vector<Launch> l = planLaunches(k);
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0].kind, Kind::Chain);
+  const OpCall &add = l[0].members[1].entry.op;
+  EXPECT_EQ(Trace::slotOf(add.buffers[0]), 2u) << "operands swapped: the product first";
+  EXPECT_EQ(Trace::slotOf(add.buffers[1]), 3u);
+}
+
+TEST(LaunchGroupsTest, EpilogueThatOverwritesWhatTheProductReadsIsNotFused) {
+  // add writes x (slot 1) while other workgroups may still read it: two launches.
+  Kernel k = kernelOf({ops::quantizedMatmul(slot(0), slot(1), slot(2), 64, 128, DType::Q4_0),
+                       ops::add(slot(2), slot(3), slot(1), 64)});
+  std::vector<Launch> l = planLaunches(k);
+  ASSERT_EQ(l.size(), 2u);
+  EXPECT_EQ(l[0].kind, Kind::Single);
+  // A size other than the product's rows does not fold in either.
+  k = kernelOf({ops::quantizedMatmul(slot(0), slot(1), slot(2), 64, 128, DType::Q4_0),
+                ops::add(slot(2), slot(3), slot(4), 32)});
+  EXPECT_EQ(planLaunches(k).size(), 2u);
+}
+
+std::vector<OpCall> heads(uint32_t n, uint32_t group, uint32_t dim, uint32_t seq) {
+  std::vector<OpCall> ops;
+  uint32_t stride = n / group * dim;
+  for (uint32_t h = 0; h < n; ++h) {
+    uint32_t kv = h / group * dim;
+    ops.push_back(ops::attnScore(slot(0), slot(1), slot(2), dim, seq, h * dim, kv, stride));
+    ops.push_back(ops::softmax(slot(2), slot(2), seq));
+    ops.push_back(ops::attnValue(slot(2), slot(3), slot(4), dim, seq, kv, stride, h * dim));
+  }
+  return ops;
+}
+
+TEST(LaunchGroupsTest, AttentionOverGroupedHeadsIsOneLaunch) {
+  Kernel k = kernelOf(heads(8, 4, 64, 17));
+  std::vector<Launch> l = planLaunches(k);
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0].kind, Kind::Attention);
+  EXPECT_TRUE(l[0].spec.attentionOverHeads);
+  EXPECT_EQ(l[0].headMembers.size(), 24u);
+  std::array<uint32_t, 6> words{8, 4, 64, 64, 64, 64};
+  EXPECT_EQ(l[0].attentionWords, words);
+}
+
+TEST(LaunchGroupsTest, AHeadWhoseOffsetsAreNotAffineRunsAsItsMembers) {
+  std::vector<OpCall> ops = heads(4, 1, 32, 9);
+  ops[2].ints[4] = 5; // head 0 writes out at a stray offset
+  std::vector<Launch> l = planLaunches(kernelOf(ops));
+  ASSERT_EQ(l.size(), 4u) << "head 0's three members, then heads 1..3 as one launch";
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(l[i].kind, Kind::Single);
+  EXPECT_EQ(l[3].kind, Kind::Attention);
+  EXPECT_EQ(l[3].attentionWords[0], 3u);
+  // Overlapping heads in out (a stride below head_dim) never fuse.
+  ops = heads(2, 1, 32, 9);
+  ops[5].ints[4] = 16;
+  for (const Launch &launch : planLaunches(kernelOf(ops)))
+    EXPECT_NE(launch.attentionWords[0], 2u);
+}
+
+TEST(LaunchGroupsTest, AttentionChecksAtRunTimeThatEveryHeadSeesTheSameSeqLen) {
+  Kernel k = kernelOf(heads(2, 1, 16, 5));
+  // seq_len of each head's score and value, and softmax's size, are Plan parameters 0..5.
+  int p = 0;
+  for (KernelMember &m : k.ops)
+    m.paramOf[m.entry.op.kind == OpKind::Softmax ? 0 : 1] = p++;
+  std::vector<Launch> l = planLaunches(k);
+  ASSERT_EQ(l.size(), 1u);
+  ASSERT_EQ(l[0].kind, Kind::Attention);
+  std::vector<uint64_t> same(6, 9), differ{9, 9, 9, 9, 8, 9};
+  EXPECT_TRUE(attentionUniform(l[0].headMembers, same));
+  EXPECT_FALSE(attentionUniform(l[0].headMembers, differ));
+}
+
+} // namespace
+} // namespace sinter::runtime::vulkan

@@ -33,7 +33,7 @@ struct SpirvTarget {
   bool optimize = true;
   /// quantized_matmul schedule overrides for tuning (0: the built-in choice; the
   /// `SINTER_VK_QMATMUL` variable of the vulkan kind sets them): rows per cluster of lanes for
-  /// the 32-weight formats (1, 2 or 4), invocations per workgroup (a multiple of the subgroup
+  /// the 32-weight formats (1, 2, 4 or 8), invocations per workgroup (a multiple of the subgroup
   /// size), and blocks a lane decodes per step (2 or 4, used only where the row's block count
   /// and alignment allow it).
   uint32_t qmatmulRows = 0;

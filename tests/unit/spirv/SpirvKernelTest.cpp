@@ -352,8 +352,9 @@ TEST_F(SpirvKernelTest, QuantizedMatmulScheduleOverrides) {
   struct Knobs {
     uint32_t rows, workgroup, step;
   };
-  for (Knobs k : {Knobs{1, 0, 0}, Knobs{4, 0, 0}, Knobs{0, 0, 4}, Knobs{4, 0, 4},
-                  Knobs{2, 4 * target().subgroupSize, 0}, Knobs{1, target().subgroupSize, 4}}) {
+  for (Knobs k : {Knobs{1, 0, 0}, Knobs{4, 0, 0}, Knobs{8, 2 * target().subgroupSize, 0},
+                  Knobs{0, 0, 4}, Knobs{4, 0, 4}, Knobs{2, 4 * target().subgroupSize, 0},
+                  Knobs{1, target().subgroupSize, 4}}) {
     SpirvTarget t = target();
     t.qmatmulRows = k.rows;
     t.qmatmulWorkgroup = k.workgroup;

@@ -334,9 +334,10 @@ void fuseSegments(const std::vector<Step> &steps, Launch &launch, bool fuseProlo
             (isParam(anchor, 1) || opOf(anchor).ints[1] != opOf(*norm).ints[0]))
           norm = nullptr; // a reader of the norm that cannot take the prologue
       }
+  // False when a segment that reads the norm cannot take the prologue (then none may).
   auto buildSpecs = [&](bool withPrologue, std::vector<KernelSpec> *specs,
                         std::vector<std::vector<size_t>> *members) {
-    bool stored = false;
+    bool stored = false, complete = true;
     for (const Lane &lane : launch.lanes)
       for (const Segment &seg : lane.segments) {
         const Step &anchor = steps[seg.anchor];
@@ -354,11 +355,16 @@ void fuseSegments(const std::vector<Step> &steps, Launch &launch, bool fuseProlo
           spec.epilogue.push_back(shapeOf(opOf(steps[ep]), paramMaskOf(steps[ep].op)));
           m.push_back(ep);
         }
+        if (m.size() > kMaxFusedMembers) {
+          complete = complete && !prologue;
+          m.clear(); // a chain too long for FusedArgs: the member kernels
+        }
         if (!prologue && seg.epilogue.empty())
           m.clear(); // nothing to fuse: the anchor's own kernel
         specs->push_back(std::move(spec));
         members->push_back(std::move(m));
       }
+    return complete;
   };
   // Compiles the specs whose members are non-empty; false if any failed.
   auto compileSpecs = [&](const std::vector<KernelSpec> &specs,
@@ -384,8 +390,8 @@ void fuseSegments(const std::vector<Step> &steps, Launch &launch, bool fuseProlo
   std::vector<std::vector<size_t>> members;
   std::vector<KernelFn> fns;
   bool prologue = norm != nullptr;
-  buildSpecs(prologue, &specs, &members);
-  if (!compileSpecs(specs, members, &fns) && prologue) {
+  bool complete = buildSpecs(prologue, &specs, &members);
+  if ((!complete || !compileSpecs(specs, members, &fns)) && prologue) {
     // Without the prologue the norm runs before the loop as before; epilogues may still fuse.
     prologue = false;
     specs.clear();

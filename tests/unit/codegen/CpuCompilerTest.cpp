@@ -372,6 +372,42 @@ TEST(CpuCompilerTest, FusedQMatmulKernelsMatchTheirMembers) {
   }
 }
 
+// An epilogue chain longer than a fused kernel takes: the row loop runs the member kernels, and
+// the norm that the anchor reads stays before the loop.
+TEST(CpuCompilerTest, LongEpilogueChainsRunTheirMemberKernels) {
+  ThreadPool pool(3);
+  CpuCompilerOptions options;
+  options.pool = &pool;
+  options.minParallelBytes = 0;
+  options.fusePrologue = true;
+  auto compiler = makeCompiler(options);
+  ASSERT_TRUE(compiler);
+  const uint32_t rows = 64, cols = 128;
+  std::vector<OpCall> opList = {
+      ops::rmsNorm(slot(0), slot(1), slot(2), cols, 1e-5f),
+      ops::quantizedMatmul(slot(3), slot(2), slot(4), rows, cols, DType::Q8_0)};
+  for (int i = 0; i < 4; ++i)
+    opList.push_back(ops::add(slot(4), slot(5), slot(4), rows));
+  auto fused = compiler->compileProgram(programOf(opList, true));
+  ASSERT_TRUE(fused.ok()) << fused.status();
+  EXPECT_EQ(compiler->stats().fusedKernels, 0u);
+  EXPECT_THAT((*fused)->describe(), HasSubstr("4 epilogue op(s); 0 fused kernel(s) (rms_norm"));
+  std::mt19937 rng(11);
+  OpBuffers out;
+  out.bytes = {floatBytes(randomFloats(cols, rng)),
+               floatBytes(randomFloats(cols, rng)),
+               poisonBytes(cols * 4),
+               randomWeights(DType::Q8_0, rows, cols, rng),
+               poisonBytes(rows * 4),
+               floatBytes(randomFloats(rows, rng))};
+  OpBuffers ref = out;
+  ASSERT_TRUE(runPlan(**fused, out).ok());
+  for (const OpCall &op : opList)
+    runReference(op, ref);
+  expectNmse(bytesFloats(out.bytes[4]), bytesFloats(ref.bytes[4]));
+  expectNmse(bytesFloats(out.bytes[2]), bytesFloats(ref.bytes[2]));
+}
+
 TEST(CpuCompilerTest, KernelIRIsVectorizedLLVMIR) {
   auto compiler = makeCompiler();
   ASSERT_TRUE(compiler);

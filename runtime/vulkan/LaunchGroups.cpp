@@ -228,7 +228,9 @@ std::vector<Launch> planLaunches(const Kernel &kernel) {
       i += taken;
       continue;
     }
-    if (isOp(m, OpKind::RmsNorm) && slot(m, 0) != slot(m, 2)) {
+    // The fused kernel reads the norm's input and weight in every workgroup while one of them
+    // stores its output: the output must be neither.
+    if (isOp(m, OpKind::RmsNorm) && slot(m, 2) != slot(m, 0) && slot(m, 2) != slot(m, 1)) {
       // The products after the norm that read it, each with the norm as its prologue.
       size_t j = i + 1;
       std::vector<size_t> products;

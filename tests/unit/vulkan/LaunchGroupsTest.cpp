@@ -48,6 +48,18 @@ TEST(LaunchGroupsTest, HorizontalProjectionsEachTakeTheNormOnlyTheFirstStoresIt)
     EXPECT_EQ(l[i].kind, Kind::Single);
 }
 
+TEST(LaunchGroupsTest, ANormWritingItsInputOrWeightIsNotAPrologue) {
+  // rms_norm(x=0, g=1, out=1): the fused kernel would read g while another workgroup writes it
+  // (VulkanFuzzTest seeds 1303, 1346, 3030, 8425, 8947 of the long run found this).
+  for (uint32_t out : {0u, 1u}) {
+    Kernel k = kernelOf({ops::rmsNorm(slot(0), slot(1), slot(out), 64, 1e-5f),
+                         ops::quantizedMatmul(slot(3), slot(out), slot(4), 64, 64, DType::F32)});
+    std::vector<Launch> l = planLaunches(k);
+    ASSERT_EQ(l.size(), 2u) << "out = slot " << out;
+    EXPECT_EQ(l[0].kind, Kind::Single);
+  }
+}
+
 TEST(LaunchGroupsTest, SwigluIsTheGatesEpilogueAndUpLaunchesFirst) {
   // rms_norm -> gate (W 3 -> 4), up (W 5 -> 6) -> silu(4 -> 4) -> element_mul(4, 6 -> 4).
   Kernel k =

@@ -119,7 +119,8 @@ TEST_F(VulkanFuzzTest, FusionFuzzGraphsAgreeWithTheReference) {
               n - first + 1, static_cast<unsigned long long>(s.dispatches),
               static_cast<unsigned long long>(s.fusedDispatches),
               static_cast<unsigned long long>(s.fusedFallbacks));
-  EXPECT_GT(s.fusedDispatches, 0u) << "the graphs exercise generated fused kernels";
+  if (first == 1 && n >= 400) // the default graphs include fused launches; one seed may not
+    EXPECT_GT(s.fusedDispatches, 0u) << "the graphs exercise generated fused kernels";
   RecordProperty("graphs", n);
 }
 

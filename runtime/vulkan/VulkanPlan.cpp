@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "runtime/FaultInjection.h"
 #include "runtime/vulkan/DescriptorCache.h"
 #include "runtime/vulkan/HazardTracker.h"
 #include "runtime/vulkan/LaunchGroups.h"
@@ -491,8 +492,14 @@ const VulkanCompiler::Built &VulkanCompiler::kernelFor(const codegen::KernelSpec
     return *found->second;
   }
   auto built = std::make_unique<Built>();
-  absl::StatusOr<VulkanKernel> kernel =
-      builder_ ? builder_(spec) : absl::UnimplementedError("no SPIR-V kernel builder");
+  // The test-only compile fault applies to fused kernels, the ones with a fallback (their
+  // members); a single-op kernel that cannot be built fails the compilation instead.
+  bool fused = !spec.prologue.empty() || !spec.epilogue.empty() || spec.attentionOverHeads;
+  absl::StatusOr<VulkanKernel> kernel = fused && fault::fires(fault::Site::KernelCompile)
+                                            ? absl::InternalError("injected kernel-compile fault")
+                                        : builder_
+                                            ? builder_(spec)
+                                            : absl::UnimplementedError("no SPIR-V kernel builder");
   if (kernel.ok()) {
     built->kernel = std::move(kernel).value();
     absl::StatusOr<const Pipeline *> p = device_->pipelines().get(built->kernel.binary);
@@ -578,10 +585,11 @@ absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const Kerne
       }
       if (options_.logFallbacks && loggedFallbacks_.emplace(kernel.name, true).second)
         std::fprintf(stderr,
-                     "sinter: vulkan: fused kernel '%s' runs as its %zu member ops: kernel %s: "
-                     "%s\n",
-                     kernel.name.c_str(), kernel.ops.size(), launches[l].spec.name().c_str(),
-                     why.c_str());
+                     "sinter: vulkan: fused kernel '%s' %s (kernel %s: %s); its %zu member ops "
+                     "run as single-op kernels\n",
+                     kernel.name.c_str(),
+                     built.status.ok() ? "cannot be launched" : "failed to compile",
+                     launches[l].spec.name().c_str(), why.c_str(), kernel.ops.size());
       {
         absl::MutexLock lock(&shared_->mu);
         ++shared_->stats.fusedFallbacks;

@@ -59,7 +59,8 @@ struct Kind {
 
 void PrintTo(const Kind &kind, std::ostream *os) { *os << kind.label; }
 
-// The Vulkan kind's kernel compiler (codegen/spirv) may not call the KernelCompile site yet.
+// The Vulkan kind calls the KernelCompile site for fused kernels only
+// (runtime/vulkan/VulkanPlan.cpp): a plan without one does not reach it.
 bool compileSiteMissing(const Kind &kind, const ScopedFault &fault) {
   return std::string(kind.label) == "vulkan" && fault.hits() == 0;
 }
@@ -261,15 +262,18 @@ TEST_P(FaultTest, SomeKernelsFailingToCompileChangeNoResult) {
   ASSERT_TRUE(d.status().ok() && r.status().ok());
   ::testing::internal::CaptureStderr();
   {
-    // The 3rd and 4th kernels looked up fail; the rest compile.
-    CountedFault fault(Site::KernelCompile, 2, 2);
+    // The 3rd and 4th kernels looked up fail; the rest compile. On the vulkan kind only fused
+    // kernels have a fallback (their members), and the mini decoder's plans have one: it fails,
+    // its single-op kernels build.
+    const bool vulkan = GetParam().options.kind == "vulkan";
+    CountedFault fault(Site::KernelCompile, vulkan ? 0 : 2, vulkan ? 1 : 2);
     for (uint64_t token = 0; token < 3; ++token)
       stepBoth(d, r, token);
     if (compileSiteMissing(GetParam(), fault)) {
       (void)::testing::internal::GetCapturedStderr();
       GTEST_SKIP() << "codegen/spirv does not call fault::fires(Site::KernelCompile) yet";
     }
-    EXPECT_EQ(fault.fired(), 2u);
+    EXPECT_EQ(fault.fired(), vulkan ? 1u : 2u);
   }
   // Disarmed: the backend goes on with the kernels it has.
   for (uint64_t token = 3; token < 6; ++token)

@@ -37,9 +37,10 @@ struct CpuCompilerOptions {
   /// Print a line to stderr for each kernel that falls back (once per kernel shape).
   bool logFallbacks = true;
   /// Fold the rms_norm before a row loop into its quantized_matmuls (each call normalizes x into
-  /// a stack buffer) instead of running it once before the loop. Off by default: on the 2-core
-  /// AVX-512 host, tinyllama decoded 7-10% slower with it (sinter-bench-cpu-decode SideBySide,
-  /// fused vs fused_norm_apart), though the norm is a few thousand floats per call.
+  /// a stack buffer) instead of running it once before the loop. Off by default: it recomputes
+  /// the norm in every call and, on the 2-core AVX-512 host, made no difference beyond the noise
+  /// (sinter-bench-cpu-decode SideBySide, 4 repetitions: fused_norm_prologue vs fused from -4% to
+  /// +4%; an earlier "7-10% slower" was the benchmark's order of modes, since rotated).
   bool fusePrologue = false;
 };
 

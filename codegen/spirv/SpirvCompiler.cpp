@@ -80,9 +80,8 @@ KernelPlan planKernel(const OpShape &op, const SpirvTarget &target) {
       if (layout.blockBytes % 4 == 2 && op.isStatic(1) &&
           (op.ints[1] / layout.blockWeights) % 2 == 0)
         plan.blocksPerStep = 2;
-      if (layout.blockWeights == 32 &&
-          (target.qmatmulRows == 1 || target.qmatmulRows == 2 || target.qmatmulRows == 4 ||
-           target.qmatmulRows == 8))
+      if (layout.blockWeights == 32 && (target.qmatmulRows == 1 || target.qmatmulRows == 2 ||
+                                        target.qmatmulRows == 4 || target.qmatmulRows == 8))
         plan.rowsPerSubgroup = target.qmatmulRows;
       // A step of 4 blocks keeps the 4-byte alignment of a pair (4 x 2-byte-aligned blocks are
       // 2 aligned pairs) when the row holds a multiple of 4 blocks.

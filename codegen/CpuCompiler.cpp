@@ -23,14 +23,6 @@ namespace {
 // Each parallel chunk should move at least this much memory.
 constexpr uint64_t kMinChunkBytes = 32 << 10;
 
-uint8_t paramMaskOf(const KernelMember &op) {
-  uint8_t mask = 0;
-  for (int i = 0; i < 5; ++i)
-    if (op.paramOf[i] >= 0)
-      mask |= uint8_t(1u << i);
-  return mask;
-}
-
 // One step of a CPU plan: an upload, or one op on its kernel (fn null: the reference kernel).
 struct Step {
   KernelMember op;

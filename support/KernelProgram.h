@@ -29,6 +29,16 @@ struct KernelMember {
   uint32_t traceEntry = 0;
 };
 
+/// The integers of `m` that are Plan parameters, as a mask (bit i: ints[i]): what a code
+/// generator reads at run time instead of baking in (codegen::shapeOf's paramMask).
+inline uint8_t paramMaskOf(const KernelMember &m) {
+  uint8_t mask = 0;
+  for (int i = 0; i < 5; ++i)
+    if (m.paramOf[i] >= 0)
+      mask |= uint8_t(1u << i);
+  return mask;
+}
+
 /// One kernel launch: a run of member ops executed together.
 struct Kernel {
   std::string name;

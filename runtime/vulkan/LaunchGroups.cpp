@@ -22,14 +22,6 @@ bool fixedInt(const KernelMember &m, int i, uint64_t *value) {
   return true;
 }
 
-uint8_t paramMaskOf(const KernelMember &m) {
-  uint8_t mask = 0;
-  for (int i = 0; i < 5; ++i)
-    if (m.paramOf[i] >= 0)
-      mask |= uint8_t(1u << i);
-  return mask;
-}
-
 codegen::OpShape shape(const KernelMember &m) {
   return codegen::shapeOf(m.entry.op, paramMaskOf(m));
 }

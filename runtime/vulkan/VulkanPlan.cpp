@@ -25,14 +25,6 @@
 namespace sinter::runtime::vulkan {
 namespace {
 
-uint8_t paramMaskOf(const KernelMember &op) {
-  uint8_t mask = 0;
-  for (int i = 0; i < 5; ++i)
-    if (op.paramOf[i] >= 0)
-      mask |= uint8_t(1u << i);
-  return mask;
-}
-
 constexpr VkPipelineStageFlags kWorkStages =
     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
 

@@ -43,6 +43,8 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps) {
   if (const char *env = std::getenv("SINTER_VK_QMATMUL"))
     for (absl::string_view item : absl::StrSplit(env, ',', absl::SkipEmpty())) {
       std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+      if (kv.first == "decode" && kv.second == "generic")
+        target.qmatmulGenericDecode = true;
       uint32_t v = 0;
       if (!absl::SimpleAtoi(kv.second, &v))
         continue;

@@ -6,7 +6,9 @@
 // multiplied with x read 16 bytes at a time; the group's scale and bias are applied once per
 // group. matmul and attn_value have one invocation per output element.
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <map>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -85,6 +87,94 @@ Value groupSum(Emitter &e, llvm::ArrayRef<Value> vectors, bool squares) {
   return sum;
 }
 
+// The fast decoders of the legacy 2-byte-aligned formats (Q4_0, Q8_0) read a pair of blocks as
+// aligned words (the pair starts at a multiple of 4 bytes) and turn each quant into a float
+// without a conversion instruction: OR-ing a field at bit b (< 2^23 when set at b) into the
+// exponent of 2^23 gives the float 2^23 + 2^b q exactly, and subtracting 2^23 + 2^b z leaves
+// 2^b (q - z). A block's products are summed per b and rescaled by 2^-b once per block, so each
+// weight costs an AND-OR, a subtract and an FMA (the generic decoder spends about 9 operations).
+bool hasFastPairDecoder(DType dtype) { return dtype == DType::Q4_0 || dtype == DType::Q8_0; }
+
+struct PairBlock {
+  Value scale;                       ///< d, as f32
+  llvm::SmallVector<Value, 8> words; ///< the block's quants, 4 bytes per i32, in order
+};
+
+// Blocks 0 and 1 of the pair at word `wordBase`: {d f16, qs[Q bytes]} twice, the second block
+// starting at byte B (B % 4 == 2).
+std::array<PairBlock, 2> loadPair(Emitter &e, Value w, Value wordBase, DType dtype) {
+  mlir::OpBuilder &b = e.b;
+  const int64_t blockBytes = quantLayout(dtype).blockBytes, quantWords = (blockBytes - 2) / 4;
+  llvm::SmallVector<Value, 17> raw;
+  for (int64_t i = 0; i < blockBytes / 2; ++i)
+    raw.push_back(e.load(w, e.add(wordBase, e.ci(i))));
+  auto c = [&](int64_t v) { return e.c32(v); };
+  auto half = [&](Value bits16) {
+    Value h16 = b.create<arith::TruncIOp>(e.loc, b.getI16Type(), bits16);
+    Value h = b.create<arith::BitcastOp>(e.loc, b.getF16Type(), h16);
+    return extendFloat(b, e.loc, e.f32(), h);
+  };
+  std::array<PairBlock, 2> blocks;
+  blocks[0].scale = half(b.create<arith::AndIOp>(e.loc, raw[0], c(0xffff)));
+  for (int64_t k = 0; k < quantWords; ++k) // bytes 2 + 4k .. 5 + 4k: a funnel shift
+    blocks[0].words.push_back(b.create<arith::OrIOp>(
+        e.loc, b.create<arith::ShRUIOp>(e.loc, raw[k], c(16)),
+        b.create<arith::ShLIOp>(e.loc, raw[k + 1], c(16))));
+  blocks[1].scale = half(b.create<arith::ShRUIOp>(e.loc, raw[blockBytes / 4], c(16)));
+  for (int64_t k = 0; k < quantWords; ++k)
+    blocks[1].words.push_back(raw[blockBytes / 4 + 1 + k]);
+  return blocks;
+}
+
+// Σ_i (q_i - z) x_i over one Q4_0 or Q8_0 block (x as 8 vec4s), without its scale.
+Value fastBlockDot(Emitter &e, DType dtype, llvm::ArrayRef<Value> words,
+                   llvm::ArrayRef<Value> x) {
+  mlir::OpBuilder &b = e.b;
+  std::map<int64_t, Value> sums; // by bit position b: Σ 2^b (q - z) x
+  auto term = [&](Value src, int64_t bit, int64_t width, int64_t zero, Value xv, int64_t lane) {
+    Value field = b.create<arith::AndIOp>(e.loc, src, e.c32(((int64_t(1) << width) - 1) << bit));
+    Value biased = b.create<arith::OrIOp>(e.loc, field, e.c32(0x4b000000));
+    Value f = b.create<arith::BitcastOp>(e.loc, e.f32(), biased);
+    Value v = b.create<arith::SubFOp>(e.loc, f, e.cf(8388608.0 + double(zero << bit)));
+    Value xl = extractLane(e, xv, lane);
+    auto it = sums.find(bit);
+    if (it == sums.end())
+      sums[bit] = e.fmul(v, xl);
+    else
+      it->second = e.fma(v, xl, it->second);
+  };
+  if (dtype == DType::Q4_0) {
+    // Word k holds bytes 4k..4k+3: low nibbles are weights 4k.., high nibbles 16 + 4k...
+    for (size_t k = 0; k < words.size(); ++k) {
+      Value q = words[k];
+      Value q2 = b.create<arith::ShRUIOp>(e.loc, q, e.c32(12));
+      Value lo = x[k], hi = x[k + 4];
+      term(q, 0, 4, 8, lo, 0);
+      term(q, 4, 4, 8, hi, 0);
+      term(q, 8, 4, 8, lo, 1);
+      term(q, 12, 4, 8, hi, 1);
+      term(q, 16, 4, 8, lo, 2);
+      term(q2, 8, 4, 8, hi, 2);  // bits 20..23
+      term(q2, 12, 4, 8, lo, 3); // bits 24..27
+      term(q2, 16, 4, 8, hi, 3); // bits 28..31
+    }
+  } else {
+    // Q8_0: int8 quants; flipping the sign bits makes them q + 128, unsigned.
+    for (size_t k = 0; k < words.size(); ++k) {
+      Value q = b.create<arith::XOrIOp>(e.loc, words[k], e.c32(0x80808080));
+      Value q2 = b.create<arith::ShRUIOp>(e.loc, q, e.c32(16));
+      term(q, 0, 8, 128, x[k], 0);
+      term(q, 8, 8, 128, x[k], 1);
+      term(q2, 0, 8, 128, x[k], 2);
+      term(q2, 8, 8, 128, x[k], 3);
+    }
+  }
+  Value dot;
+  for (auto &[bit, sum] : sums) // ascending b: 2^-b exact
+    dot = dot ? e.fma(sum, e.cf(std::ldexp(1.0, -int(bit))), dot) : sum;
+  return dot;
+}
+
 // quantized_matmul(W, x, out, n_rows, n_cols, dtype): subgroup s of workgroup g computes rows
 // R (g * (workgroup / S) + s) .. + R - 1 (R = plan.rowsPerSubgroup); lane l takes steps l, l + S,
 // ... of P blocks each (P = plan.blocksPerStep), decoding the same blocks of its R rows against
@@ -103,6 +193,10 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
   uint32_t lanes = e.target.subgroupSize;
   const int64_t rows = e.plan.rowsPerSubgroup, step = e.plan.blocksPerStep;
   int64_t alignment = alignmentOf(layout.blockBytes * step);
+  // Pairs at 4-byte boundaries of a format with a fast decoder (SINTER_VK_QMATMUL=decode=generic
+  // keeps the generic one, for comparison).
+  const bool fast = hasFastPairDecoder(op.dtype) && step % 2 == 0 && alignment == 4 &&
+                    !e.target.qmatmulGenericDecode;
   if (scalar)
     alignment = op.isStatic(1) ? alignmentOf(op.ints[1] * elementBytes) : elementBytes;
   alignment = std::min<int64_t>(alignment, 4);
@@ -135,6 +229,26 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
           for (int64_t r = 0; r < rows; ++r) {
             readers.push_back(std::make_unique<WordReader>(e, w, alignment));
             bases.push_back(e.add(rowBases[r], e.mul(firstBlock, e.ci(layout.blockBytes))));
+          }
+          if (fast) {
+            for (int64_t p = 0; p < step; p += 2) {
+              Value firstColumn = e.mul(e.add(firstBlock, e.ci(p)), e.ci(layout.blockWeights));
+              std::array<GroupInput, 2> gis;
+              for (int64_t k = 0; k < 2; ++k)
+                gis[k] = loadGroupInput(e, x4, g4, e.add(firstColumn, e.ci(32 * k)), 32);
+              for (int64_t r = 0; r < rows; ++r) {
+                Value wordBase =
+                    e.divu(e.add(bases[r], e.ci(p * layout.blockBytes)), e.ci(4));
+                std::array<PairBlock, 2> pair = loadPair(e, w, wordBase, op.dtype);
+                for (int64_t k = 0; k < 2; ++k)
+                  next[r] = e.fma(fastBlockDot(e, op.dtype, pair[k].words, gis[k].x),
+                                  pair[k].scale, next[r]);
+              }
+              if (norm)
+                for (int64_t k = 0; k < 2; ++k)
+                  next[rows] = e.fadd(next[rows], groupSum(e, gis[k].in, true));
+            }
+            return next;
           }
           for (int64_t p = 0; p < step; ++p) {
             Value firstColumn = e.mul(e.add(firstBlock, e.ci(p)), e.ci(layout.blockWeights));

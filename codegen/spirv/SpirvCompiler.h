@@ -39,6 +39,9 @@ struct SpirvTarget {
   uint32_t qmatmulRows = 0;
   uint32_t qmatmulWorkgroup = 0;
   uint32_t qmatmulBlocksPerStep = 0;
+  /// Q4_0/Q8_0: decode with Dequant.h's generic decoder instead of the fast pair decoder
+  /// (`decode=generic` in `SINTER_VK_QMATMUL`), to compare the two.
+  bool qmatmulGenericDecode = false;
 };
 
 /// The element type a storage-buffer binding is declared with. Every binding is a runtime array

@@ -68,7 +68,8 @@ protected:
     SpirvTarget t = custom ? *custom : target();
     std::string key = spec.key() + "/" + std::to_string(t.qmatmulRows) + "/" +
                       std::to_string(t.qmatmulWorkgroup) + "/" +
-                      std::to_string(t.qmatmulBlocksPerStep);
+                      std::to_string(t.qmatmulBlocksPerStep) +
+                      (t.qmatmulGenericDecode ? "/generic" : "");
     auto cached = kernels_->find(key);
     if (cached == kernels_->end()) {
       absl::StatusOr<SpirvKernel> built = codegen::buildSpirvKernel(spec, t);
@@ -349,17 +350,22 @@ TEST_F(SpirvKernelTest, QuantizedMatmulEveryDType) {
 
 TEST_F(SpirvKernelTest, QuantizedMatmulScheduleOverrides) {
   // The SINTER_VK_QMATMUL tuning knobs change the schedule, never the result.
+  // decode=generic takes Q4_0 and Q8_0 through Dequant.h's decoder instead of the fast one.
   struct Knobs {
     uint32_t rows, workgroup, step;
+    bool generic = false;
   };
   for (Knobs k : {Knobs{1, 0, 0}, Knobs{4, 0, 0}, Knobs{8, 2 * target().subgroupSize, 0},
                   Knobs{0, 0, 4}, Knobs{4, 0, 4}, Knobs{2, 4 * target().subgroupSize, 0},
-                  Knobs{1, target().subgroupSize, 4}}) {
+                  Knobs{1, target().subgroupSize, 4}, Knobs{0, 0, 0, true},
+                  Knobs{4, 0, 4, true}}) {
     SpirvTarget t = target();
     t.qmatmulRows = k.rows;
     t.qmatmulWorkgroup = k.workgroup;
     t.qmatmulBlocksPerStep = k.step;
-    std::string knobs = "rows " + str(k.rows) + " wg " + str(k.workgroup) + " step " + str(k.step);
+    t.qmatmulGenericDecode = k.generic;
+    std::string knobs = "rows " + str(k.rows) + " wg " + str(k.workgroup) + " step " +
+                        str(k.step) + (k.generic ? " decode generic" : "");
     for (DType dtype : {DType::Q4_0, DType::Q8_0, DType::Q5_0})
       for (uint32_t rows : {1u, 37u, 130u})
         check(ops::quantizedMatmul(slot(0), slot(1), slot(2), rows, 1024, dtype),

@@ -117,9 +117,9 @@ std::array<PairBlock, 2> loadPair(Emitter &e, Value w, Value wordBase, DType dty
   std::array<PairBlock, 2> blocks;
   blocks[0].scale = half(b.create<arith::AndIOp>(e.loc, raw[0], c(0xffff)));
   for (int64_t k = 0; k < quantWords; ++k) // bytes 2 + 4k .. 5 + 4k: a funnel shift
-    blocks[0].words.push_back(b.create<arith::OrIOp>(
-        e.loc, b.create<arith::ShRUIOp>(e.loc, raw[k], c(16)),
-        b.create<arith::ShLIOp>(e.loc, raw[k + 1], c(16))));
+    blocks[0].words.push_back(
+        b.create<arith::OrIOp>(e.loc, b.create<arith::ShRUIOp>(e.loc, raw[k], c(16)),
+                               b.create<arith::ShLIOp>(e.loc, raw[k + 1], c(16))));
   blocks[1].scale = half(b.create<arith::ShRUIOp>(e.loc, raw[blockBytes / 4], c(16)));
   for (int64_t k = 0; k < quantWords; ++k)
     blocks[1].words.push_back(raw[blockBytes / 4 + 1 + k]);
@@ -127,8 +127,7 @@ std::array<PairBlock, 2> loadPair(Emitter &e, Value w, Value wordBase, DType dty
 }
 
 // Σ_i (q_i - z) x_i over one Q4_0 or Q8_0 block (x as 8 vec4s), without its scale.
-Value fastBlockDot(Emitter &e, DType dtype, llvm::ArrayRef<Value> words,
-                   llvm::ArrayRef<Value> x) {
+Value fastBlockDot(Emitter &e, DType dtype, llvm::ArrayRef<Value> words, llvm::ArrayRef<Value> x) {
   mlir::OpBuilder &b = e.b;
   std::map<int64_t, Value> sums; // by bit position b: Σ 2^b (q - z) x
   auto term = [&](Value src, int64_t bit, int64_t width, int64_t zero, Value xv, int64_t lane) {
@@ -237,12 +236,11 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
               for (int64_t k = 0; k < 2; ++k)
                 gis[k] = loadGroupInput(e, x4, g4, e.add(firstColumn, e.ci(32 * k)), 32);
               for (int64_t r = 0; r < rows; ++r) {
-                Value wordBase =
-                    e.divu(e.add(bases[r], e.ci(p * layout.blockBytes)), e.ci(4));
+                Value wordBase = e.divu(e.add(bases[r], e.ci(p * layout.blockBytes)), e.ci(4));
                 std::array<PairBlock, 2> pair = loadPair(e, w, wordBase, op.dtype);
                 for (int64_t k = 0; k < 2; ++k)
-                  next[r] = e.fma(fastBlockDot(e, op.dtype, pair[k].words, gis[k].x),
-                                  pair[k].scale, next[r]);
+                  next[r] = e.fma(fastBlockDot(e, op.dtype, pair[k].words, gis[k].x), pair[k].scale,
+                                  next[r]);
               }
               if (norm)
                 for (int64_t k = 0; k < 2; ++k)

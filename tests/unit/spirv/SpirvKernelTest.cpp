@@ -357,15 +357,14 @@ TEST_F(SpirvKernelTest, QuantizedMatmulScheduleOverrides) {
   };
   for (Knobs k : {Knobs{1, 0, 0}, Knobs{4, 0, 0}, Knobs{8, 2 * target().subgroupSize, 0},
                   Knobs{0, 0, 4}, Knobs{4, 0, 4}, Knobs{2, 4 * target().subgroupSize, 0},
-                  Knobs{1, target().subgroupSize, 4}, Knobs{0, 0, 0, true},
-                  Knobs{4, 0, 4, true}}) {
+                  Knobs{1, target().subgroupSize, 4}, Knobs{0, 0, 0, true}, Knobs{4, 0, 4, true}}) {
     SpirvTarget t = target();
     t.qmatmulRows = k.rows;
     t.qmatmulWorkgroup = k.workgroup;
     t.qmatmulBlocksPerStep = k.step;
     t.qmatmulGenericDecode = k.generic;
-    std::string knobs = "rows " + str(k.rows) + " wg " + str(k.workgroup) + " step " +
-                        str(k.step) + (k.generic ? " decode generic" : "");
+    std::string knobs = "rows " + str(k.rows) + " wg " + str(k.workgroup) + " step " + str(k.step) +
+                        (k.generic ? " decode generic" : "");
     for (DType dtype : {DType::Q4_0, DType::Q8_0, DType::Q5_0})
       for (uint32_t rows : {1u, 37u, 130u})
         check(ops::quantizedMatmul(slot(0), slot(1), slot(2), rows, 1024, dtype),

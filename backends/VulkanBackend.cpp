@@ -45,6 +45,10 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps) {
       std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
       if (kv.first == "decode" && kv.second == "generic")
         target.qmatmulGenericDecode = true;
+      if (kv.first == "split")
+        target.qmatmulSplitBlocks = kv.second == "1";
+      if (kv.first == "nonwritable")
+        target.readOnlyBindings = kv.second != "0";
       uint32_t v = 0;
       if (!absl::SimpleAtoi(kv.second, &v))
         continue;

@@ -126,10 +126,12 @@ std::array<PairBlock, 2> loadPair(Emitter &e, Value w, Value wordBase, DType dty
   return blocks;
 }
 
-// Σ_i (q_i - z) x_i over one Q4_0 or Q8_0 block (x as 8 vec4s), without its scale.
-Value fastBlockDot(Emitter &e, DType dtype, llvm::ArrayRef<Value> words, llvm::ArrayRef<Value> x) {
+// Adds Σ (q_i - z) x_i over one u32 of quants to `sums` (kept per bit position b, scaled by
+// 2^b): a Q4_0 word holds bytes 4k..4k+3 of a block, whose low nibbles are weights 4k.. (x in
+// `lo`) and high nibbles 16 + 4k.. (`hi`); a Q8_0 word holds weights 4k..4k+3 (`lo`).
+void accumulateWord(Emitter &e, DType dtype, Value word, Value lo, Value hi,
+                    std::map<int64_t, Value> &sums) {
   mlir::OpBuilder &b = e.b;
-  std::map<int64_t, Value> sums; // by bit position b: Σ 2^b (q - z) x
   auto term = [&](Value src, int64_t bit, int64_t width, int64_t zero, Value xv, int64_t lane) {
     Value field = b.create<arith::AndIOp>(e.loc, src, e.c32(((int64_t(1) << width) - 1) << bit));
     Value biased = b.create<arith::OrIOp>(e.loc, field, e.c32(0x4b000000));
@@ -143,35 +145,40 @@ Value fastBlockDot(Emitter &e, DType dtype, llvm::ArrayRef<Value> words, llvm::A
       it->second = e.fma(v, xl, it->second);
   };
   if (dtype == DType::Q4_0) {
-    // Word k holds bytes 4k..4k+3: low nibbles are weights 4k.., high nibbles 16 + 4k...
-    for (size_t k = 0; k < words.size(); ++k) {
-      Value q = words[k];
-      Value q2 = b.create<arith::ShRUIOp>(e.loc, q, e.c32(12));
-      Value lo = x[k], hi = x[k + 4];
-      term(q, 0, 4, 8, lo, 0);
-      term(q, 4, 4, 8, hi, 0);
-      term(q, 8, 4, 8, lo, 1);
-      term(q, 12, 4, 8, hi, 1);
-      term(q, 16, 4, 8, lo, 2);
-      term(q2, 8, 4, 8, hi, 2);  // bits 20..23
-      term(q2, 12, 4, 8, lo, 3); // bits 24..27
-      term(q2, 16, 4, 8, hi, 3); // bits 28..31
-    }
-  } else {
-    // Q8_0: int8 quants; flipping the sign bits makes them q + 128, unsigned.
-    for (size_t k = 0; k < words.size(); ++k) {
-      Value q = b.create<arith::XOrIOp>(e.loc, words[k], e.c32(0x80808080));
-      Value q2 = b.create<arith::ShRUIOp>(e.loc, q, e.c32(16));
-      term(q, 0, 8, 128, x[k], 0);
-      term(q, 8, 8, 128, x[k], 1);
-      term(q2, 0, 8, 128, x[k], 2);
-      term(q2, 8, 8, 128, x[k], 3);
-    }
+    Value q2 = b.create<arith::ShRUIOp>(e.loc, word, e.c32(12));
+    term(word, 0, 4, 8, lo, 0);
+    term(word, 4, 4, 8, hi, 0);
+    term(word, 8, 4, 8, lo, 1);
+    term(word, 12, 4, 8, hi, 1);
+    term(word, 16, 4, 8, lo, 2);
+    term(q2, 8, 4, 8, hi, 2);  // bits 20..23
+    term(q2, 12, 4, 8, lo, 3); // bits 24..27
+    term(q2, 16, 4, 8, hi, 3); // bits 28..31
+    return;
   }
+  // Q8_0: int8 quants; flipping the sign bits makes them q + 128, unsigned.
+  Value q = b.create<arith::XOrIOp>(e.loc, word, e.c32(0x80808080));
+  Value q2 = b.create<arith::ShRUIOp>(e.loc, q, e.c32(16));
+  term(q, 0, 8, 128, lo, 0);
+  term(q, 8, 8, 128, lo, 1);
+  term(q2, 0, 8, 128, lo, 2);
+  term(q2, 8, 8, 128, lo, 3);
+}
+
+// Σ_b 2^-b sums[b]: the dot product of the words accumulated, without the block's scale.
+Value combineSums(Emitter &e, const std::map<int64_t, Value> &sums) {
   Value dot;
-  for (auto &[bit, sum] : sums) // ascending b: 2^-b exact
+  for (auto &[bit, sum] : sums) // ascending b; 2^-b is exact
     dot = dot ? e.fma(sum, e.cf(std::ldexp(1.0, -int(bit))), dot) : sum;
   return dot;
+}
+
+// Σ_i (q_i - z) x_i over one Q4_0 or Q8_0 block (x as 8 vec4s), without its scale.
+Value fastBlockDot(Emitter &e, DType dtype, llvm::ArrayRef<Value> words, llvm::ArrayRef<Value> x) {
+  std::map<int64_t, Value> sums;
+  for (size_t k = 0; k < words.size(); ++k)
+    accumulateWord(e, dtype, words[k], x[k], dtype == DType::Q4_0 ? x[k + 4] : Value(), sums);
+  return combineSums(e, sums);
 }
 
 // quantized_matmul(W, x, out, n_rows, n_cols, dtype): subgroup s of workgroup g computes rows
@@ -219,6 +226,111 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
       rowBases.push_back(e.mul(e.minu(e.add(firstRow, e.ci(r)), lastRow), bytesPerRow));
     // iters: one dot product per row, then the sum of squares of the norm's input.
     llvm::SmallVector<Value, 5> inits(rows + 1, e.cf(0.0));
+    // The rows' sums across the cluster, the norm's scale and store, the stores and epilogues.
+    auto finish = [&](llvm::SmallVector<Value> accs) {
+      llvm::SmallVector<Value, 4> totals;
+      for (int64_t r = 0; r < rows; ++r)
+        totals.push_back(e.clusterSum(accs[r], lanes));
+      if (norm) {
+        Value size = e.memberInt(0, *norm, 0);
+        Value sizeF = e.b.create<arith::UIToFPOp>(e.loc, e.f32(), e.toI32(size));
+        Value mean = e.b.create<arith::DivFOp>(e.loc, e.clusterSum(accs[rows], lanes), sizeF);
+        Value root = e.b.create<mlir::math::SqrtOp>(e.loc, e.fadd(mean, e.cf(norm->scalar())));
+        Value scale = e.b.create<arith::DivFOp>(e.loc, e.cf(1.0), root);
+        for (Value &t : totals)
+          t = e.fmul(t, scale);
+        // The normalized vector is still stored (the host or a later op may read it), unless
+        // another launch stores it: every invocation knows 1 / rms, so the whole grid shares the
+        // store, element i by invocation i mod (workgroups x workgroup size). (One subgroup
+        // storing it all was a serial tail as long as the product of a 4096-column matrix.)
+        if (!(spec.unstoredOutputs & 1)) {
+          Value normOut = e.memberBuffer(0, 2);
+          Value units = e.ci(e.plan.unitsPerGroup);
+          Value groups = e.divu(e.add(nRows, e.sub(units, e.ci(1))), units);
+          Value threads = e.ci(e.plan.workgroupSize);
+          Value self = e.add(e.mul(group, threads), e.threadId());
+          e.forLoop(self, size, e.mul(groups, threads), [&](Value i) {
+            auto at = [&](Value v4) {
+              return e.b.create<mlir::vector::ExtractElementOp>(
+                  e.loc, e.load(v4, e.divu(i, e.ci(4))), e.toI32(e.remu(i, e.ci(4))));
+            };
+            e.store(e.fmul(e.fmul(at(x4), at(g4)), scale), normOut, i);
+          });
+        }
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        Value row = e.add(firstRow, e.ci(r));
+        Value store = e.b.create<arith::AndIOp>(e.loc, e.ult(lane, e.ci(1)), e.ult(row, nRows));
+        e.ifThen(store, [&] {
+          e.store(totals[r], out, row);
+          Value v = totals[r];
+          int first = static_cast<int>(spec.prologue.size()) + 1;
+          for (size_t j = 0; j < spec.epilogue.size(); ++j) {
+            int m = first + static_cast<int>(j);
+            OpKind kind = spec.epilogue[j].kind;
+            llvm::SmallVector<Value, 2> inputs{v};
+            if (kind != OpKind::Silu)
+              inputs.push_back(e.load(e.memberBuffer(m, 1), row));
+            v = emitElementwise(e.b, e.loc, kind, inputs, MathTarget::Gpu);
+            e.store(v, e.memberBuffer(m, kind == OpKind::Silu ? 1 : 2), row);
+          }
+        });
+      }
+    };
+    if (e.plan.splitWords > 0) {
+      // Split blocks: W lanes per block, lane l taking quant word l % W of blocks
+      // l / W, l / W + lanes / W, ...; the lanes of one load then read consecutive words of
+      // consecutive blocks, and consecutive vec4s of x.
+      const int64_t perBlock = e.plan.splitWords;
+      Value word = e.remu(lane, e.ci(perBlock));
+      auto c32 = [&](int64_t v) { return e.c32(v); };
+      mlir::OpBuilder &b = e.b;
+      auto accs = e.forLoop(
+          e.divu(lane, e.ci(perBlock)), nBlocks, e.ci(lanes / perBlock), inits,
+          [&](Value blk, ValueRange iters) {
+            llvm::SmallVector<Value> next(iters.begin(), iters.end());
+            // x of this word: Q4_0 word k covers weights 4k.. (lo) and 16 + 4k.. (hi).
+            Value first4 = e.add(e.mul(blk, e.ci(8)), word);
+            llvm::SmallVector<Value, 2> xs, ins;
+            for (int64_t h = 0; h < (op.dtype == DType::Q4_0 ? 2 : 1); ++h) {
+              Value index = e.add(first4, e.ci(4 * h));
+              Value xv = e.load(x4, index);
+              ins.push_back(xv);
+              xs.push_back(g4 ? e.b.create<arith::MulFOp>(e.loc, xv, e.load(g4, index)).getResult()
+                              : xv);
+            }
+            for (int64_t r = 0; r < rows; ++r) {
+              Value blockByte = e.add(rowBases[r], e.mul(blk, e.ci(layout.blockBytes)));
+              // d: the u16 at the block's start (2-byte aligned).
+              Value dWord = e.toI32(e.divu(blockByte, e.ci(4)));
+              Value dShift = e.toI32(e.mul(e.remu(blockByte, e.ci(4)), e.ci(8)));
+              Value dRaw = e.load(w, e.toIndex(dWord));
+              Value dBits = b.create<arith::AndIOp>(
+                  e.loc, b.create<arith::ShRUIOp>(e.loc, dRaw, dShift), c32(0xffff));
+              Value h16 = b.create<arith::TruncIOp>(e.loc, b.getI16Type(), dBits);
+              Value scale = extendFloat(b, e.loc, e.f32(),
+                                        b.create<arith::BitcastOp>(e.loc, b.getF16Type(), h16));
+              // The quant word at blockByte + 2 + 4 k, 2-byte aligned: a funnel shift of two
+              // words ((hi << 16) << (16 - s) is 0 when s == 0).
+              Value qByte = e.add(blockByte, e.add(e.ci(2), e.mul(word, e.ci(4))));
+              Value qIndex = e.divu(qByte, e.ci(4));
+              Value s32 = e.toI32(e.mul(e.remu(qByte, e.ci(4)), e.ci(8)));
+              Value loWord = e.load(w, qIndex), hiWord = e.load(w, e.add(qIndex, e.ci(1)));
+              Value q = b.create<arith::OrIOp>(
+                  e.loc, b.create<arith::ShRUIOp>(e.loc, loWord, s32),
+                  b.create<arith::ShLIOp>(e.loc, b.create<arith::ShLIOp>(e.loc, hiWord, c32(16)),
+                                          b.create<arith::SubIOp>(e.loc, c32(16), s32)));
+              std::map<int64_t, Value> sums;
+              accumulateWord(e, op.dtype, q, xs[0], xs.size() > 1 ? xs[1] : Value(), sums);
+              next[r] = e.fma(combineSums(e, sums), scale, next[r]);
+            }
+            if (norm)
+              next[rows] = e.fadd(next[rows], groupSum(e, ins, true));
+            return next;
+          });
+      finish(accs);
+      return;
+    }
     auto accs = e.forLoop(
         lane, e.divu(nBlocks, e.ci(step)), e.ci(lanes), inits, [&](Value s, ValueRange iters) {
           llvm::SmallVector<Value> next(iters.begin(), iters.end());
@@ -290,54 +402,7 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
                          return llvm::SmallVector<Value>{e.fma(weight, x, it[0]), squares};
                        });
     }
-    llvm::SmallVector<Value, 4> totals;
-    for (int64_t r = 0; r < rows; ++r)
-      totals.push_back(e.clusterSum(accs[r], lanes));
-    if (norm) {
-      Value size = e.memberInt(0, *norm, 0);
-      Value sizeF = e.b.create<arith::UIToFPOp>(e.loc, e.f32(), e.toI32(size));
-      Value mean = e.b.create<arith::DivFOp>(e.loc, e.clusterSum(accs[rows], lanes), sizeF);
-      Value root = e.b.create<mlir::math::SqrtOp>(e.loc, e.fadd(mean, e.cf(norm->scalar())));
-      Value scale = e.b.create<arith::DivFOp>(e.loc, e.cf(1.0), root);
-      for (Value &t : totals)
-        t = e.fmul(t, scale);
-      // The normalized vector is still stored (the host or a later op may read it), unless
-      // another launch stores it: every invocation knows 1 / rms, so the whole grid shares the
-      // store, element i by invocation i mod (workgroups x workgroup size). (One subgroup
-      // storing it all was a serial tail as long as the product of a 4096-column matrix.)
-      if (!(spec.unstoredOutputs & 1)) {
-        Value normOut = e.memberBuffer(0, 2);
-        Value units = e.ci(e.plan.unitsPerGroup);
-        Value groups = e.divu(e.add(nRows, e.sub(units, e.ci(1))), units);
-        Value threads = e.ci(e.plan.workgroupSize);
-        Value self = e.add(e.mul(group, threads), e.threadId());
-        e.forLoop(self, size, e.mul(groups, threads), [&](Value i) {
-          auto at = [&](Value v4) {
-            return e.b.create<mlir::vector::ExtractElementOp>(e.loc, e.load(v4, e.divu(i, e.ci(4))),
-                                                              e.toI32(e.remu(i, e.ci(4))));
-          };
-          e.store(e.fmul(e.fmul(at(x4), at(g4)), scale), normOut, i);
-        });
-      }
-    }
-    for (int64_t r = 0; r < rows; ++r) {
-      Value row = e.add(firstRow, e.ci(r));
-      Value store = e.b.create<arith::AndIOp>(e.loc, e.ult(lane, e.ci(1)), e.ult(row, nRows));
-      e.ifThen(store, [&] {
-        e.store(totals[r], out, row);
-        Value v = totals[r];
-        int first = static_cast<int>(spec.prologue.size()) + 1;
-        for (size_t j = 0; j < spec.epilogue.size(); ++j) {
-          int m = first + static_cast<int>(j);
-          OpKind kind = spec.epilogue[j].kind;
-          llvm::SmallVector<Value, 2> inputs{v};
-          if (kind != OpKind::Silu)
-            inputs.push_back(e.load(e.memberBuffer(m, 1), row));
-          v = emitElementwise(e.b, e.loc, kind, inputs, MathTarget::Gpu);
-          e.store(v, e.memberBuffer(m, kind == OpKind::Silu ? 1 : 2), row);
-        }
-      });
-    }
+    finish(accs);
   });
 }
 
@@ -409,9 +474,9 @@ void emitAttnValueKernel(Emitter &e, const OpShape &op) {
 // attention over heads: the spec's members are attn_score, softmax and attn_value of head 0
 // (words 0..10), then six words the runtime adds: n_heads, heads per K/V head, and the strides
 // per head of q's offset, k's kv_offset, v's kv_offset and out's offset. Workgroup h is head h:
-// its subgroups take positions t = s, s + NS, ..., each lane holding q at d = lane + k S, and keep
-// a running max m, sum l and weighted sum of V (an online softmax); the subgroups' states are
-// merged through workgroup memory at the end. Only the last head's workgroup writes the scores
+// its subgroups take chunks of 4 positions, s, s + NS, ..., each lane holding q at d = lane + k S,
+// and keep a running max m, sum l and weighted sum of V (an online softmax); the subgroups' states
+// are merged through workgroup memory at the end. Only the last head's workgroup writes the scores
 // buffer (the raw scores while scanning, then the normalized weights), which is what running the
 // members head after head leaves there.
 absl::Status emitAttentionKernel(Emitter &e, const OpShape &score, const KernelSpec &spec) {
@@ -453,21 +518,55 @@ absl::Status emitAttentionKernel(Emitter &e, const OpShape &score, const KernelS
   llvm::SmallVector<Value, 10> inits{e.cf(lowest), e.cf(0.0)};
   for (int64_t k = 0; k < perLane; ++k)
     inits.push_back(e.cf(0.0));
-  auto state = e.forLoop(sg, seqLen, e.ci(subgroups), inits, [&](Value t, mlir::ValueRange it) {
-    Value kRow = e.add(e.mul(t, kStride), kBase), vRow = e.add(e.mul(t, vStride), vBase);
-    Value partial = e.cf(0.0);
-    for (int64_t k = 0; k < perLane; ++k)
-      partial = e.fma(qs[k], e.load(kCache, e.add(kRow, ds[k])), partial);
-    Value s = e.fmul(e.clusterSum(partial, lanes), scale);
-    e.ifThen(b.create<arith::AndIOp>(e.loc, isLast, e.ult(lane, e.ci(1))),
-             [&] { e.store(s, scores, t); });
-    Value m = b.create<arith::MaxNumFOp>(e.loc, it[0], s);
-    Value c = emitExp(b, e.loc, b.create<arith::SubFOp>(e.loc, it[0], m), MathTarget::Gpu);
-    Value p = emitExp(b, e.loc, b.create<arith::SubFOp>(e.loc, s, m), MathTarget::Gpu);
-    llvm::SmallVector<Value> next{m, e.fma(it[1], c, p)};
+  // Subgroup s takes chunks s, s + NS, ... of kChunk positions: the chunk's K and V loads are
+  // all issued before the first reduction (V's first, ahead of the scores' store branch), and its
+  // kChunk reductions are independent, so one position's latency no longer follows another's.
+  constexpr int64_t kChunk = 4;
+  Value chunks = e.divu(e.add(seqLen, e.ci(kChunk - 1)), e.ci(kChunk));
+  Value lastT = e.sub(seqLen, e.ci(1)); // the loop runs only when seqLen > 0
+  auto state = e.forLoop(sg, chunks, e.ci(subgroups), inits, [&](Value c, mlir::ValueRange it) {
+    llvm::SmallVector<Value, kChunk> ts, live;
+    llvm::SmallVector<llvm::SmallVector<Value, 4>, kChunk> vs;
+    for (int64_t i = 0; i < kChunk; ++i) {
+      Value t = e.add(e.mul(c, e.ci(kChunk)), e.ci(i));
+      live.push_back(e.ult(t, seqLen));
+      ts.push_back(e.minu(t, lastT)); // positions past the end read the last one, weigh 0
+      Value vRow = e.add(e.mul(ts.back(), vStride), vBase);
+      vs.emplace_back();
+      for (int64_t k = 0; k < perLane; ++k)
+        vs.back().push_back(e.select(valid[k], e.load(vCache, e.add(vRow, ds[k])), e.cf(0.0)));
+    }
+    llvm::SmallVector<Value, kChunk> scoreOf;
+    for (int64_t i = 0; i < kChunk; ++i) {
+      Value kRow = e.add(e.mul(ts[i], kStride), kBase);
+      Value partial = e.cf(0.0);
+      for (int64_t k = 0; k < perLane; ++k)
+        partial = e.fma(qs[k], e.load(kCache, e.add(kRow, ds[k])), partial);
+      scoreOf.push_back(e.fmul(e.clusterSum(partial, lanes), scale));
+    }
+    e.ifThen(b.create<arith::AndIOp>(e.loc, isLast, e.ult(lane, e.ci(1))), [&] {
+      for (int64_t i = 0; i < kChunk; ++i)
+        e.ifThen(live[i], [&] { e.store(scoreOf[i], scores, ts[i]); });
+    });
+    Value m = it[0];
+    for (int64_t i = 0; i < kChunk; ++i)
+      m = e.select(live[i], b.create<arith::MaxNumFOp>(e.loc, m, scoreOf[i]), m);
+    Value keep = emitExp(b, e.loc, b.create<arith::SubFOp>(e.loc, it[0], m), MathTarget::Gpu);
+    llvm::SmallVector<Value, kChunk> ps;
+    for (int64_t i = 0; i < kChunk; ++i)
+      ps.push_back(e.select(
+          live[i],
+          emitExp(b, e.loc, b.create<arith::SubFOp>(e.loc, scoreOf[i], m), MathTarget::Gpu),
+          e.cf(0.0)));
+    Value sum = e.fmul(it[1], keep);
+    for (int64_t i = 0; i < kChunk; ++i)
+      sum = e.fadd(sum, ps[i]);
+    llvm::SmallVector<Value> next{m, sum};
     for (int64_t k = 0; k < perLane; ++k) {
-      Value v = e.select(valid[k], e.load(vCache, e.add(vRow, ds[k])), e.cf(0.0));
-      next.push_back(e.fma(p, v, e.fmul(it[2 + k], c)));
+      Value acc = e.fmul(it[2 + k], keep);
+      for (int64_t i = 0; i < kChunk; ++i)
+        acc = e.fma(ps[i], vs[i][k], acc);
+      next.push_back(acc);
     }
     return next;
   });

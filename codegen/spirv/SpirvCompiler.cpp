@@ -89,6 +89,11 @@ KernelPlan planKernel(const OpShape &op, const SpirvTarget &target) {
           (op.ints[1] / layout.blockWeights) % 4 == 0)
         plan.blocksPerStep = 4;
     }
+    if (target.qmatmulSplitBlocks && (op.dtype == DType::Q4_0 || op.dtype == DType::Q8_0) &&
+        (layout.blockBytes - 2) / 4 <= lanes) {
+      plan.splitWords = static_cast<uint32_t>((layout.blockBytes - 2) / 4);
+      plan.blocksPerStep = 1;
+    }
     if (target.qmatmulWorkgroup >= lanes && target.qmatmulWorkgroup % lanes == 0)
       plan.workgroupSize = std::min(target.qmatmulWorkgroup, maxGroup);
     // A row of few steps (a 4096-column K-quant row has 16 blocks) leaves lanes idle: give it
@@ -96,7 +101,10 @@ KernelPlan planKernel(const OpShape &op, const SpirvTarget &target) {
     plan.lanesPerRow = lanes;
     if (op.isStatic(1)) {
       int64_t steps = op.ints[1] / layout.blockWeights / plan.blocksPerStep;
-      while (plan.lanesPerRow > 1 && plan.lanesPerRow / 2 >= steps)
+      if (plan.splitWords > 0)
+        steps *= plan.splitWords;
+      uint32_t least = std::max<uint32_t>(plan.splitWords, 1);
+      while (plan.lanesPerRow > least && plan.lanesPerRow / 2 >= steps)
         plan.lanesPerRow /= 2;
     }
     plan.unitsPerGroup =
@@ -278,7 +286,7 @@ mlir::gpu::GPUFuncOp createKernelFunc(mlir::OpBuilder &b, mlir::ModuleOp module,
 }
 
 // gpu.module -> spirv.module with every op of the body lowered.
-mlir::LogicalResult lowerToSpirv(mlir::ModuleOp module) {
+mlir::LogicalResult lowerToSpirv(mlir::ModuleOp module, uint64_t readOnlyBindings) {
   mlir::MLIRContext *ctx = module.getContext();
   llvm::SmallVector<mlir::gpu::GPUModuleOp> gpuModules(module.getOps<mlir::gpu::GPUModuleOp>());
   for (mlir::gpu::GPUModuleOp gpuModule : gpuModules) {
@@ -313,6 +321,13 @@ mlir::LogicalResult lowerToSpirv(mlir::ModuleOp module) {
       return;
     var->removeAttr("descriptor_set");
     var->removeAttr("binding");
+  });
+  // NonWritable on the bindings the kernel only reads (the weights, x): the driver may then
+  // read them through its read-only caches.
+  module.walk([&](mlir::spirv::GlobalVariableOp var) {
+    auto binding = var->getAttrOfType<mlir::IntegerAttr>("binding");
+    if (binding && binding.getInt() < 64 && (readOnlyBindings >> binding.getInt()) & 1)
+      var->setAttr("non_writable", mlir::UnitAttr::get(module.getContext()));
   });
   return mlir::success();
 }
@@ -368,7 +383,29 @@ absl::StatusOr<SpirvKernel> buildSpirvKernel(const KernelSpec &spec, const Spirv
     return fail("emitted IR does not verify");
   if (absl::Status s = spv::legalizeForSpirv(func); !s.ok())
     return fail(std::string(s.message()));
-  if (mlir::failed(lowerToSpirv(*module)))
+  // Bindings no member writes and the kernel never sees written (SpirvTarget::readOnlyBindings).
+  uint64_t readOnly = 0;
+  if (target.readOnlyBindings) {
+    auto operand = [&](size_t m, uint32_t i) {
+      if (m < plan.bindingBase.size())
+        readOnly |= uint64_t(1) << (plan.bindingBase[m] + i);
+    };
+    size_t anchorMember = spec.prologue.size();
+    if (op.kind == OpKind::QuantizedMatmul) {
+      operand(anchorMember, 0); // W
+      if (spec.prologue.empty())
+        operand(anchorMember, 1); // x (with a norm prologue the norm's in and weight instead)
+      else {
+        operand(0, 0);
+        operand(0, 1);
+      }
+    } else if (spec.attentionOverHeads) {
+      operand(0, 0); // q
+      operand(0, 1); // K
+      operand(2, 1); // V
+    }
+  }
+  if (mlir::failed(lowerToSpirv(*module, readOnly)))
     return fail("lowering to SPIR-V failed");
 
   llvm::SmallVector<mlir::spirv::ModuleOp> spirvModules((*module).getOps<mlir::spirv::ModuleOp>());

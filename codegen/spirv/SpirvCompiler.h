@@ -42,6 +42,12 @@ struct SpirvTarget {
   /// Q4_0/Q8_0: decode with Dequant.h's generic decoder instead of the fast pair decoder
   /// (`decode=generic` in `SINTER_VK_QMATMUL`), to compare the two.
   bool qmatmulGenericDecode = false;
+  /// Q4_0/Q8_0: split each block over the lanes, one u32 of quants per lane, so that a load
+  /// reads consecutive words of W and consecutive vec4s of x across the subgroup (`split=1`).
+  bool qmatmulSplitBlocks = false;
+  /// Decorate quantized_matmul's W and x (or its norm prologue's in and weight) and attention's
+  /// q, K and V NonWritable (`SINTER_VK_QMATMUL=nonwritable=0` leaves them undecorated).
+  bool readOnlyBindings = true;
 };
 
 /// The element type a storage-buffer binding is declared with. Every binding is a runtime array

@@ -40,6 +40,9 @@ struct KernelPlan {
   /// than S when a row has fewer steps than lanes, so a subgroup works on S / lanesPerRow row
   /// sets at once instead of idling.
   uint32_t lanesPerRow = 0;
+  /// quantized_matmul Q4_0/Q8_0 with split blocks (SpirvTarget::qmatmulSplitBlocks): the quant
+  /// words per block, each taken by its own lane; 0 for the block-per-lane schedule.
+  uint32_t splitWords = 0;
   /// u32 words of the push-constant block (the op's integer arguments).
   uint32_t pushConstantWords = 0;
 };

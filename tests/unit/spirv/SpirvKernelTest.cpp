@@ -56,6 +56,7 @@ protected:
     SpirvTarget t;
     t.subgroupSize = runner_->subgroupSize();
     t.maxWorkgroupInvocations = std::min<uint32_t>(runner_->maxWorkgroupInvocations(), 1024);
+    t.qmatmulSplitBlocks = split_;
     return t;
   }
 
@@ -66,10 +67,10 @@ protected:
     // Kernels are cached by key: the row counts of one shape share a kernel, as in the runtime.
     codegen::KernelSpec spec = codegen::singleOpSpec(op, paramMask);
     SpirvTarget t = custom ? *custom : target();
-    std::string key = spec.key() + "/" + std::to_string(t.qmatmulRows) + "/" +
-                      std::to_string(t.qmatmulWorkgroup) + "/" +
-                      std::to_string(t.qmatmulBlocksPerStep) +
-                      (t.qmatmulGenericDecode ? "/generic" : "");
+    std::string key =
+        spec.key() + "/" + std::to_string(t.qmatmulRows) + "/" +
+        std::to_string(t.qmatmulWorkgroup) + "/" + std::to_string(t.qmatmulBlocksPerStep) +
+        (t.qmatmulGenericDecode ? "/generic" : "") + (t.qmatmulSplitBlocks ? "/split" : "");
     auto cached = kernels_->find(key);
     if (cached == kernels_->end()) {
       absl::StatusOr<SpirvKernel> built = codegen::buildSpirvKernel(spec, t);
@@ -253,6 +254,8 @@ protected:
 
   static VkRunner *runner_;
   static std::string *skipReason_;
+  /// target() with SpirvTarget::qmatmulSplitBlocks.
+  bool split_ = false;
   static std::map<std::string, SpirvKernel> *kernels_;
 };
 VkRunner *SpirvKernelTest::runner_ = nullptr;
@@ -354,17 +357,22 @@ TEST_F(SpirvKernelTest, QuantizedMatmulScheduleOverrides) {
   struct Knobs {
     uint32_t rows, workgroup, step;
     bool generic = false;
+    bool split = false;
   };
-  for (Knobs k : {Knobs{1, 0, 0}, Knobs{4, 0, 0}, Knobs{8, 2 * target().subgroupSize, 0},
-                  Knobs{0, 0, 4}, Knobs{4, 0, 4}, Knobs{2, 4 * target().subgroupSize, 0},
-                  Knobs{1, target().subgroupSize, 4}, Knobs{0, 0, 0, true}, Knobs{4, 0, 4, true}}) {
+  for (Knobs k :
+       {Knobs{1, 0, 0}, Knobs{4, 0, 0}, Knobs{8, 2 * target().subgroupSize, 0}, Knobs{0, 0, 4},
+        Knobs{4, 0, 4}, Knobs{2, 4 * target().subgroupSize, 0}, Knobs{1, target().subgroupSize, 4},
+        Knobs{0, 0, 0, true}, Knobs{4, 0, 4, true}, Knobs{0, 0, 0, false, true},
+        Knobs{1, 0, 0, false, true}, Knobs{4, 0, 0, false, true},
+        Knobs{8, 2 * target().subgroupSize, 0, false, true}}) {
     SpirvTarget t = target();
     t.qmatmulRows = k.rows;
     t.qmatmulWorkgroup = k.workgroup;
     t.qmatmulBlocksPerStep = k.step;
     t.qmatmulGenericDecode = k.generic;
+    t.qmatmulSplitBlocks = k.split;
     std::string knobs = "rows " + str(k.rows) + " wg " + str(k.workgroup) + " step " + str(k.step) +
-                        (k.generic ? " decode generic" : "");
+                        (k.generic ? " decode generic" : "") + (k.split ? " split" : "");
     for (DType dtype : {DType::Q4_0, DType::Q8_0, DType::Q5_0})
       for (uint32_t rows : {1u, 37u, 130u})
         check(ops::quantizedMatmul(slot(0), slot(1), slot(2), rows, 1024, dtype),
@@ -375,21 +383,34 @@ TEST_F(SpirvKernelTest, QuantizedMatmulScheduleOverrides) {
 }
 
 TEST_F(SpirvKernelTest, FusedRmsNormQuantizedMatmul) {
-  // rms_norm(x=0, g=1, xn=2) -> quantized_matmul(W=3, xn=2, out=4)
-  for (DType dtype : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::F16})
-    for (uint32_t nCols : {256u, 1024u}) {
-      uint32_t rows = 37;
-      checkFused({ops::rmsNorm(slot(0), slot(1), slot(2), nCols, 1e-5f),
-                  ops::quantizedMatmul(slot(3), slot(2), slot(4), rows, nCols, dtype)},
-                 1, {2, 4}, std::string("rms_norm -> quantized_matmul ") + dtypeName(dtype));
-    }
+  // rms_norm(x=0, g=1, xn=2) -> quantized_matmul(W=3, xn=2, out=4), with and without split
+  // blocks (Q4_0, Q8_0), at an even and an odd number of blocks per row.
+  for (bool split : {false, true}) {
+    split_ = split;
+    for (DType dtype : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::F16})
+      for (uint32_t nCols : {256u, 1024u, 96u * 32u + 32u}) {
+        uint32_t rows = 37;
+        if (nCols % dtypeInfo(dtype).blockSize != 0)
+          continue;
+        checkFused({ops::rmsNorm(slot(0), slot(1), slot(2), nCols, 1e-5f),
+                    ops::quantizedMatmul(slot(3), slot(2), slot(4), rows, nCols, dtype)},
+                   1, {2, 4},
+                   std::string("rms_norm -> quantized_matmul ") + dtypeName(dtype) + " " +
+                       str(nCols) + (split ? " split" : ""));
+      }
+  }
+  split_ = false;
 }
 
 TEST_F(SpirvKernelTest, FusedQuantizedMatmulEpilogues) {
   // Residual: quantized_matmul(W=0, x=1, y=2) -> add(y=2, residual=3, out=4).
-  checkFused({ops::quantizedMatmul(slot(0), slot(1), slot(2), 70, 512, DType::Q4_0),
-              ops::add(slot(2), slot(3), slot(4), 70)},
-             0, {2, 4}, "quantized_matmul -> add");
+  for (bool split : {false, true}) {
+    split_ = split;
+    checkFused({ops::quantizedMatmul(slot(0), slot(1), slot(2), 70, 512 + 32 * split, DType::Q4_0),
+                ops::add(slot(2), slot(3), slot(4), 70)},
+               0, {2, 4}, std::string("quantized_matmul -> add") + (split ? " split" : ""));
+  }
+  split_ = false;
   // SwiGLU's tail on the gate: silu(gate) * up.
   checkFused({ops::quantizedMatmul(slot(0), slot(1), slot(2), 70, 256, DType::Q6_K),
               ops::silu(slot(2), slot(3), 70), ops::elementMul(slot(3), slot(4), slot(5), 70)},

@@ -21,6 +21,7 @@
 #include "backends/CpuBackend.h"
 #include "backends/EagerBackend.h"
 #include "bench/ReadBandwidth.h"
+#include "bench/WarmDecoder.h"
 #include "runtime/LazyBackend.h"
 #include "sinter/Factory.h"
 #include "support/ThreadPool.h"
@@ -130,19 +131,12 @@ void BM_TinyllamaDecode(benchmark::State &state, Mode mode) {
     state.SkipWithError(std::string(backend.status().message()).c_str());
     return;
   }
-  model::DecoderOptions dopts;
-  dopts.maxContext = kPosition + 1;
-  auto decoder = model::Decoder::create(**backend, weights, dopts);
+  std::vector<float> logits;
+  auto decoder = bench::warmDecoder(**backend, weights, kPosition, logits);
   if (!decoder.ok()) {
     state.SkipWithError(std::string(decoder.status().message()).c_str());
     return;
   }
-  std::vector<float> logits(weights.config.vocabSize);
-  for (uint32_t pos = kPosition - 2; pos <= kPosition; ++pos)
-    if (absl::Status s = (*decoder)->step(1, pos, absl::MakeSpan(logits)); !s.ok()) {
-      state.SkipWithError(std::string(s.message()).c_str());
-      return;
-    }
   runtime::LazyStats before = statsOf(**backend);
   auto start = Clock::now();
   for (auto _ : state) {
@@ -207,18 +201,11 @@ void BM_TinyllamaDecodeSideBySide(benchmark::State &state) {
       state.SkipWithError(std::string(backend.status().message()).c_str());
       return;
     }
-    model::DecoderOptions dopts;
-    dopts.maxContext = kPosition + 1;
-    auto decoder = model::Decoder::create(**backend, weights, dopts);
+    auto decoder = bench::warmDecoder(**backend, weights, kPosition, logits);
     if (!decoder.ok()) {
       state.SkipWithError(std::string(decoder.status().message()).c_str());
       return;
     }
-    for (uint32_t pos = kPosition - 2; pos <= kPosition; ++pos)
-      if (absl::Status s = (*decoder)->step(1, pos, absl::MakeSpan(logits)); !s.ok()) {
-        state.SkipWithError(std::string(s.message()).c_str());
-        return;
-      }
     backends[m] = std::move(*backend);
     decoders[m] = std::move(*decoder);
   }

@@ -24,6 +24,7 @@
 #include "absl/strings/str_split.h"
 #include "backends/EagerBackend.h"
 #include "backends/VulkanBackend.h"
+#include "bench/WarmDecoder.h"
 #include "runtime/LazyBackend.h"
 #include "runtime/vulkan/VulkanDevice.h"
 #include "sinter/Status.h"
@@ -134,19 +135,12 @@ void BM_VulkanDecode(benchmark::State &state, std::string preset, Mode mode) {
     state.SkipWithError(std::string(backend.status().message()).c_str());
     return;
   }
-  model::DecoderOptions dopts;
-  dopts.maxContext = kPosition + 1;
-  auto decoder = model::Decoder::create(**backend, weights, dopts);
+  std::vector<float> logits;
+  auto decoder = bench::warmDecoder(**backend, weights, kPosition, logits);
   if (!decoder.ok()) {
     state.SkipWithError(std::string(decoder.status().message()).c_str());
     return;
   }
-  std::vector<float> logits(weights.config.vocabSize);
-  for (uint32_t pos = kPosition - 2; pos <= kPosition; ++pos)
-    if (absl::Status s = (*decoder)->step(1, pos, absl::MakeSpan(logits)); !s.ok()) {
-      state.SkipWithError(std::string(s.message()).c_str());
-      return;
-    }
   runtime::LazyStats before = statsOf(**backend);
   runtime::vulkan::VulkanCompilerStats vkBefore = vulkan.stats->get();
   auto start = Clock::now();

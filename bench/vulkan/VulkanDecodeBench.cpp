@@ -11,7 +11,8 @@
 // them on, and prints per kernel). BM_VulkanCopyBandwidth measures what vkCmdCopyBuffer moves
 // (bytes read plus written between two buffers of SINTER_BENCH_COPY_MB MiB, default 256, 16
 // copies per submission). It is reported, not used as the floor: on the H200 it reached 833 GB/s,
-// a fifth of the 4.07 TB/s figure.
+// a fifth of the 4.07 TB/s figure. BM_VulkanAddBandwidth measures the same through a generated
+// kernel (`add`, bytes read plus written).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -120,6 +121,58 @@ void BM_VulkanCopyBandwidth(benchmark::State &state) {
   (*device)->freeBuffer(*b);
 }
 
+// What a generated streaming kernel moves: `add` over SINTER_BENCH_COPY_MB MiB operands
+// (bytes read plus written; 8 adds per synchronize, lazy and unfused so each is one kernel), the
+// ceiling the decode's kernels can be compared with where vkCmdCopyBuffer is slow.
+void BM_VulkanAddBandwidth(benchmark::State &state) {
+  BackendOptions options;
+  options.kind = "vulkan";
+  options.fusion = false;
+  absl::StatusOr<std::unique_ptr<ComputeBackend>> backend = createVulkanBackend(options, {});
+  if (!backend.ok()) {
+    state.SkipWithError(std::string(backend.status().message()).c_str());
+    return;
+  }
+  const char *env = std::getenv("SINTER_BENCH_COPY_MB");
+  const uint64_t bytes = uint64_t(env ? std::max(1, std::atoi(env)) : 256) << 20;
+  const uint32_t n = static_cast<uint32_t>(bytes / 4);
+  BufferHandle buf[3];
+  for (BufferHandle &h : buf) {
+    absl::StatusOr<BufferHandle> a = (*backend)->allocate(bytes);
+    if (!a.ok()) {
+      state.SkipWithError(std::string(a.status().message()).c_str());
+      return;
+    }
+    h = *a;
+    std::vector<uint8_t> zeros(bytes, 0);
+    if (absl::Status s = (*backend)->copyToDevice(zeros, h); !s.ok()) {
+      state.SkipWithError(std::string(s.message()).c_str());
+      return;
+    }
+  }
+  constexpr int kAdds = 8;
+  auto addAll = [&]() -> absl::Status {
+    for (int i = 0; i < kAdds; ++i) // c = a + b, a = c + b, ...
+      SINTER_RETURN_IF_ERROR((*backend)->add(buf[i % 2 ? 2 : 0], buf[1], buf[i % 2 ? 0 : 2], n));
+    return (*backend)->synchronize();
+  };
+  if (absl::Status s = addAll(); !s.ok()) { // warm-up: compiles the plan
+    state.SkipWithError(std::string(s.message()).c_str());
+    return;
+  }
+  auto start = Clock::now();
+  for (auto _ : state)
+    if (absl::Status s = addAll(); !s.ok()) {
+      state.SkipWithError(std::string(s.message()).c_str());
+      return;
+    }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const double moved = 3.0 * double(bytes) * kAdds * double(state.iterations());
+  state.counters["add_GB_per_s"] = moved / seconds / 1e9;
+  for (BufferHandle h : buf)
+    (void)(*backend)->free(h);
+}
+
 enum class Mode { Fused, Unfused, Eager };
 
 void BM_VulkanDecode(benchmark::State &state, std::string preset, Mode mode) {
@@ -176,6 +229,10 @@ void BM_VulkanDecode(benchmark::State &state, std::string preset, Mode mode) {
 void registerAll() {
   const char *env = std::getenv("SINTER_BENCH_PRESETS");
   benchmark::RegisterBenchmark("BM_VulkanCopyBandwidth", BM_VulkanCopyBandwidth)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->MinTime(1);
+  benchmark::RegisterBenchmark("BM_VulkanAddBandwidth", BM_VulkanAddBandwidth)
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime()
       ->MinTime(1);

@@ -133,7 +133,7 @@ if os.path.exists(bench):
         row = {k: v for k, v in b.items() if k in ("name", "real_time", "time_unit", "error_message",
                "tokens_per_s", "GB_per_s", "hbm_fraction", "MB_per_token", "kernels_per_token",
                "dispatches_per_token", "submits_per_token", "barriers_per_token", "kernel_ms",
-               "copy_GB_per_s",
+               "copy_GB_per_s", "add_GB_per_s",
                "plan_misses")}
         summary["bench"].append(row)
 kernels = os.path.join(out, "kernels.json")

@@ -283,6 +283,11 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
       // consecutive blocks, and consecutive vec4s of x.
       const int64_t perBlock = e.plan.splitWords;
       Value word = e.remu(lane, e.ci(perBlock));
+      const bool alignedRows =
+          op.isStatic(1) && (op.ints[1] / layout.blockWeights * layout.blockBytes) % 4 == 0;
+      llvm::SmallVector<Value, 8> rowWords;
+      for (int64_t r = 0; r < rows; ++r)
+        rowWords.push_back(e.divu(rowBases[r], e.ci(4)));
       auto c32 = [&](int64_t v) { return e.c32(v); };
       mlir::OpBuilder &b = e.b;
       auto accs = e.forLoop(
@@ -299,22 +304,37 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
               xs.push_back(g4 ? e.b.create<arith::MulFOp>(e.loc, xv, e.load(g4, index)).getResult()
                               : xv);
             }
+            // Offsets within a row; when rows start at 4-byte boundaries (static n_cols, even
+            // block count) the shifts are the same for every row and a row adds only its base.
+            Value dRel = e.mul(blk, e.ci(layout.blockBytes));
+            Value qRel = e.add(dRel, e.add(e.ci(2), e.mul(word, e.ci(4))));
+            Value dShiftRel = e.toI32(e.mul(e.remu(dRel, e.ci(4)), e.ci(8)));
+            Value sRel = e.toI32(e.mul(e.remu(qRel, e.ci(4)), e.ci(8)));
+            Value dWordRel = e.divu(dRel, e.ci(4)), qWordRel = e.divu(qRel, e.ci(4));
             for (int64_t r = 0; r < rows; ++r) {
-              Value blockByte = e.add(rowBases[r], e.mul(blk, e.ci(layout.blockBytes)));
+              Value dIndex, dShift, qIndex, s32;
+              if (alignedRows) {
+                dIndex = e.add(rowWords[r], dWordRel);
+                qIndex = e.add(rowWords[r], qWordRel);
+                dShift = dShiftRel;
+                s32 = sRel;
+              } else {
+                Value blockByte = e.add(rowBases[r], dRel);
+                Value qByte = e.add(rowBases[r], qRel);
+                dIndex = e.divu(blockByte, e.ci(4));
+                dShift = e.toI32(e.mul(e.remu(blockByte, e.ci(4)), e.ci(8)));
+                qIndex = e.divu(qByte, e.ci(4));
+                s32 = e.toI32(e.mul(e.remu(qByte, e.ci(4)), e.ci(8)));
+              }
               // d: the u16 at the block's start (2-byte aligned).
-              Value dWord = e.toI32(e.divu(blockByte, e.ci(4)));
-              Value dShift = e.toI32(e.mul(e.remu(blockByte, e.ci(4)), e.ci(8)));
-              Value dRaw = e.load(w, e.toIndex(dWord));
+              Value dRaw = e.load(w, dIndex);
               Value dBits = b.create<arith::AndIOp>(
                   e.loc, b.create<arith::ShRUIOp>(e.loc, dRaw, dShift), c32(0xffff));
               Value h16 = b.create<arith::TruncIOp>(e.loc, b.getI16Type(), dBits);
               Value scale = extendFloat(b, e.loc, e.f32(),
                                         b.create<arith::BitcastOp>(e.loc, b.getF16Type(), h16));
-              // The quant word at blockByte + 2 + 4 k, 2-byte aligned: a funnel shift of two
-              // words ((hi << 16) << (16 - s) is 0 when s == 0).
-              Value qByte = e.add(blockByte, e.add(e.ci(2), e.mul(word, e.ci(4))));
-              Value qIndex = e.divu(qByte, e.ci(4));
-              Value s32 = e.toI32(e.mul(e.remu(qByte, e.ci(4)), e.ci(8)));
+              // The quant word at byte 2 + 4 k of the block, 2-byte aligned: a funnel shift of
+              // two words ((hi << 16) << (16 - s) is 0 when s == 0).
               Value loWord = e.load(w, qIndex), hiWord = e.load(w, e.add(qIndex, e.ci(1)));
               Value q = b.create<arith::OrIOp>(
                   e.loc, b.create<arith::ShRUIOp>(e.loc, loWord, s32),

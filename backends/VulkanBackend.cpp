@@ -58,6 +58,10 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps) {
         target.qmatmulWorkgroup = v;
       else if (kv.first == "step")
         target.qmatmulBlocksPerStep = v;
+      else if (kv.first == "unroll")
+        target.qmatmulUnroll = v;
+      else if (kv.first == "attnwg")
+        target.attentionWorkgroup = v;
     }
   return [target](const codegen::KernelSpec &spec) -> absl::StatusOr<VulkanKernel> {
     SINTER_ASSIGN_OR_RETURN(codegen::SpirvKernel k, codegen::buildSpirvKernel(spec, target));

@@ -290,62 +290,88 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
         rowWords.push_back(e.divu(rowBases[r], e.ci(4)));
       auto c32 = [&](int64_t v) { return e.c32(v); };
       mlir::OpBuilder &b = e.b;
+      // U blocks per iteration, all their loads issued before any of their math (a lane's
+      // loop is otherwise one memory latency per block); blocks past the end read the last
+      // block and add nothing.
+      const int64_t unroll = e.plan.splitUnroll;
+      Value stride = e.ci(lanes / perBlock), lastBlock = e.sub(nBlocks, e.ci(1));
       auto accs = e.forLoop(
-          e.divu(lane, e.ci(perBlock)), nBlocks, e.ci(lanes / perBlock), inits,
-          [&](Value blk, ValueRange iters) {
+          e.divu(lane, e.ci(perBlock)), nBlocks, e.mul(stride, e.ci(unroll)), inits,
+          [&](Value blk0, ValueRange iters) {
             llvm::SmallVector<Value> next(iters.begin(), iters.end());
-            // x of this word: Q4_0 word k covers weights 4k.. (lo) and 16 + 4k.. (hi).
-            Value first4 = e.add(e.mul(blk, e.ci(8)), word);
-            llvm::SmallVector<Value, 2> xs, ins;
-            for (int64_t h = 0; h < (op.dtype == DType::Q4_0 ? 2 : 1); ++h) {
-              Value index = e.add(first4, e.ci(4 * h));
-              Value xv = e.load(x4, index);
-              ins.push_back(xv);
-              xs.push_back(g4 ? e.b.create<arith::MulFOp>(e.loc, xv, e.load(g4, index)).getResult()
-                              : xv);
-            }
-            // Offsets within a row; when rows start at 4-byte boundaries (static n_cols, even
-            // block count) the shifts are the same for every row and a row adds only its base.
-            Value dRel = e.mul(blk, e.ci(layout.blockBytes));
-            Value qRel = e.add(dRel, e.add(e.ci(2), e.mul(word, e.ci(4))));
-            Value dShiftRel = e.toI32(e.mul(e.remu(dRel, e.ci(4)), e.ci(8)));
-            Value sRel = e.toI32(e.mul(e.remu(qRel, e.ci(4)), e.ci(8)));
-            Value dWordRel = e.divu(dRel, e.ci(4)), qWordRel = e.divu(qRel, e.ci(4));
-            for (int64_t r = 0; r < rows; ++r) {
-              Value dIndex, dShift, qIndex, s32;
-              if (alignedRows) {
-                dIndex = e.add(rowWords[r], dWordRel);
-                qIndex = e.add(rowWords[r], qWordRel);
-                dShift = dShiftRel;
-                s32 = sRel;
-              } else {
-                Value blockByte = e.add(rowBases[r], dRel);
-                Value qByte = e.add(rowBases[r], qRel);
-                dIndex = e.divu(blockByte, e.ci(4));
-                dShift = e.toI32(e.mul(e.remu(blockByte, e.ci(4)), e.ci(8)));
-                qIndex = e.divu(qByte, e.ci(4));
-                s32 = e.toI32(e.mul(e.remu(qByte, e.ci(4)), e.ci(8)));
+            struct Loaded {
+              Value live;
+              llvm::SmallVector<Value, 2> xs, ins;
+              llvm::SmallVector<Value, 8> dRaw, lo, hi, dShift, s32;
+            };
+            llvm::SmallVector<Loaded, 4> blocks(unroll);
+            for (int64_t u = 0; u < unroll; ++u) {
+              Loaded &L = blocks[u];
+              Value blk = blk0;
+              if (u > 0) {
+                Value at = e.add(blk0, e.mul(stride, e.ci(u)));
+                L.live = e.ult(at, nBlocks);
+                blk = e.minu(at, lastBlock);
               }
-              // d: the u16 at the block's start (2-byte aligned).
-              Value dRaw = e.load(w, dIndex);
-              Value dBits = b.create<arith::AndIOp>(
-                  e.loc, b.create<arith::ShRUIOp>(e.loc, dRaw, dShift), c32(0xffff));
-              Value h16 = b.create<arith::TruncIOp>(e.loc, b.getI16Type(), dBits);
-              Value scale = extendFloat(b, e.loc, e.f32(),
-                                        b.create<arith::BitcastOp>(e.loc, b.getF16Type(), h16));
-              // The quant word at byte 2 + 4 k of the block, 2-byte aligned: a funnel shift of
-              // two words ((hi << 16) << (16 - s) is 0 when s == 0).
-              Value loWord = e.load(w, qIndex), hiWord = e.load(w, e.add(qIndex, e.ci(1)));
-              Value q = b.create<arith::OrIOp>(
-                  e.loc, b.create<arith::ShRUIOp>(e.loc, loWord, s32),
-                  b.create<arith::ShLIOp>(e.loc, b.create<arith::ShLIOp>(e.loc, hiWord, c32(16)),
-                                          b.create<arith::SubIOp>(e.loc, c32(16), s32)));
-              std::map<int64_t, Value> sums;
-              accumulateWord(e, op.dtype, q, xs[0], xs.size() > 1 ? xs[1] : Value(), sums);
-              next[r] = e.fma(combineSums(e, sums), scale, next[r]);
+              // x of this word: Q4_0 word k covers weights 4k.. (lo) and 16 + 4k.. (hi).
+              Value first4 = e.add(e.mul(blk, e.ci(8)), word);
+              for (int64_t h = 0; h < (op.dtype == DType::Q4_0 ? 2 : 1); ++h) {
+                Value index = e.add(first4, e.ci(4 * h));
+                Value xv = e.load(x4, index);
+                L.ins.push_back(xv);
+                L.xs.push_back(
+                    g4 ? e.b.create<arith::MulFOp>(e.loc, xv, e.load(g4, index)).getResult() : xv);
+              }
+              // Offsets within a row; when rows start at 4-byte boundaries (static n_cols, even
+              // block count) the shifts are the same for every row and a row adds only its base.
+              Value dRel = e.mul(blk, e.ci(layout.blockBytes));
+              Value qRel = e.add(dRel, e.add(e.ci(2), e.mul(word, e.ci(4))));
+              Value dShiftRel = e.toI32(e.mul(e.remu(dRel, e.ci(4)), e.ci(8)));
+              Value sRel = e.toI32(e.mul(e.remu(qRel, e.ci(4)), e.ci(8)));
+              Value dWordRel = e.divu(dRel, e.ci(4)), qWordRel = e.divu(qRel, e.ci(4));
+              for (int64_t r = 0; r < rows; ++r) {
+                Value dIndex, qIndex;
+                if (alignedRows) {
+                  dIndex = e.add(rowWords[r], dWordRel);
+                  qIndex = e.add(rowWords[r], qWordRel);
+                  L.dShift.push_back(dShiftRel);
+                  L.s32.push_back(sRel);
+                } else {
+                  Value blockByte = e.add(rowBases[r], dRel);
+                  Value qByte = e.add(rowBases[r], qRel);
+                  dIndex = e.divu(blockByte, e.ci(4));
+                  L.dShift.push_back(e.toI32(e.mul(e.remu(blockByte, e.ci(4)), e.ci(8))));
+                  qIndex = e.divu(qByte, e.ci(4));
+                  L.s32.push_back(e.toI32(e.mul(e.remu(qByte, e.ci(4)), e.ci(8))));
+                }
+                L.dRaw.push_back(e.load(w, dIndex)); // d: the u16 at the block's start
+                L.lo.push_back(e.load(w, qIndex));   // the quant word at byte 2 + 4 k
+                L.hi.push_back(e.load(w, e.add(qIndex, e.ci(1))));
+              }
             }
-            if (norm)
-              next[rows] = e.fadd(next[rows], groupSum(e, ins, true));
+            for (int64_t u = 0; u < unroll; ++u) {
+              Loaded &L = blocks[u];
+              for (int64_t r = 0; r < rows; ++r) {
+                Value dBits = b.create<arith::AndIOp>(
+                    e.loc, b.create<arith::ShRUIOp>(e.loc, L.dRaw[r], L.dShift[r]), c32(0xffff));
+                Value h16 = b.create<arith::TruncIOp>(e.loc, b.getI16Type(), dBits);
+                Value scale = extendFloat(b, e.loc, e.f32(),
+                                          b.create<arith::BitcastOp>(e.loc, b.getF16Type(), h16));
+                // A funnel shift of the two words ((hi << 16) << (16 - s) is 0 when s == 0).
+                Value q = b.create<arith::OrIOp>(
+                    e.loc, b.create<arith::ShRUIOp>(e.loc, L.lo[r], L.s32[r]),
+                    b.create<arith::ShLIOp>(e.loc, b.create<arith::ShLIOp>(e.loc, L.hi[r], c32(16)),
+                                            b.create<arith::SubIOp>(e.loc, c32(16), L.s32[r])));
+                std::map<int64_t, Value> sums;
+                accumulateWord(e, op.dtype, q, L.xs[0], L.xs.size() > 1 ? L.xs[1] : Value(), sums);
+                Value sum = e.fma(combineSums(e, sums), scale, next[r]);
+                next[r] = L.live ? e.select(L.live, sum, next[r]) : sum;
+              }
+              if (norm) {
+                Value sum = e.fadd(next[rows], groupSum(e, L.ins, true));
+                next[rows] = L.live ? e.select(L.live, sum, next[rows]) : sum;
+              }
+            }
             return next;
           });
       finish(accs);

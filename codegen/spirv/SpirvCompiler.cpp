@@ -62,6 +62,8 @@ KernelPlan planKernel(const OpShape &op, const SpirvTarget &target) {
   uint32_t maxGroup = std::max<uint32_t>(target.maxWorkgroupInvocations, lanes);
   for (int i = 0; i < info.numBuffers; ++i)
     plan.bindings.push_back(SpirvBindingKind::F32);
+  // Split quantized_matmul: blocks a lane loads ahead (unmeasured on a GPU yet beyond 1).
+  constexpr uint32_t kDefaultSplitUnroll = 2;
   switch (op.kind) {
   case OpKind::QuantizedMatmul: {
     plan.bindings[0] = SpirvBindingKind::Word;
@@ -93,6 +95,9 @@ KernelPlan planKernel(const OpShape &op, const SpirvTarget &target) {
         (layout.blockBytes - 2) / 4 <= lanes) {
       plan.splitWords = static_cast<uint32_t>((layout.blockBytes - 2) / 4);
       plan.blocksPerStep = 1;
+      plan.splitUnroll = target.qmatmulUnroll >= 1 && target.qmatmulUnroll <= 4
+                             ? target.qmatmulUnroll
+                             : kDefaultSplitUnroll;
     }
     if (target.qmatmulWorkgroup >= lanes && target.qmatmulWorkgroup % lanes == 0)
       plan.workgroupSize = std::min(target.qmatmulWorkgroup, maxGroup);
@@ -186,8 +191,9 @@ KernelPlan planSpec(const KernelSpec &spec, const SpirvTarget &target) {
     // up to 1024 invocations, fewer when the subgroups' partial sums of V (NS x head_dim floats
     // of workgroup memory) would pass 16 KB.
     uint32_t lanes = target.subgroupSize;
+    uint32_t widest = target.attentionWorkgroup >= lanes ? target.attentionWorkgroup : 1024;
     uint32_t subgroups = std::max<uint32_t>(
-        1, std::min<uint32_t>(1024, std::max(target.maxWorkgroupInvocations, lanes)) / lanes);
+        1, std::min<uint32_t>(widest, std::max(target.maxWorkgroupInvocations, lanes)) / lanes);
     int64_t dim = std::max<int64_t>(spec.anchor.ints[0], 1);
     while (subgroups > 1 && int64_t(subgroups) * dim * 4 > 16384)
       subgroups /= 2;

@@ -43,8 +43,14 @@ struct SpirvTarget {
   /// (`decode=generic` in `SINTER_VK_QMATMUL`), to compare the two.
   bool qmatmulGenericDecode = false;
   /// Q4_0/Q8_0: split each block over the lanes, one u32 of quants per lane, so that a load
-  /// reads consecutive words of W and consecutive vec4s of x across the subgroup (`split=1`).
-  bool qmatmulSplitBlocks = false;
+  /// reads consecutive words of W and consecutive vec4s of x across the subgroup (`split=0`
+  /// takes a pair of blocks per lane instead).
+  bool qmatmulSplitBlocks = true;
+  /// Split schedule: blocks a lane loads before computing them (1..4; 0: the built-in choice,
+  /// `unroll=N`).
+  uint32_t qmatmulUnroll = 0;
+  /// Attention over heads: the most invocations per workgroup (0: 1024; `attnwg=N`).
+  uint32_t attentionWorkgroup = 0;
   /// Decorate quantized_matmul's W and x (or its norm prologue's in and weight) and attention's
   /// q, K and V NonWritable (`SINTER_VK_QMATMUL=nonwritable=0` leaves them undecorated).
   bool readOnlyBindings = true;

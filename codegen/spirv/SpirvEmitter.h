@@ -43,6 +43,8 @@ struct KernelPlan {
   /// quantized_matmul Q4_0/Q8_0 with split blocks (SpirvTarget::qmatmulSplitBlocks): the quant
   /// words per block, each taken by its own lane; 0 for the block-per-lane schedule.
   uint32_t splitWords = 0;
+  /// Split schedule: blocks a lane loads before it computes any of them.
+  uint32_t splitUnroll = 1;
   /// u32 words of the push-constant block (the op's integer arguments).
   uint32_t pushConstantWords = 0;
 };

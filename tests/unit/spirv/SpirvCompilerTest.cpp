@@ -144,9 +144,17 @@ TEST(SpirvCompilerTest, FusedKernelBindsEveryMember) {
   EXPECT_EQ(k->pushConstantMembers, (std::vector<uint8_t>{0, 1, 1, 2}));
   EXPECT_EQ(k->pushConstantInts, (std::vector<uint8_t>{0, 0, 1, 0}));
   std::array<int64_t, 5> anchorInts{64, 256, 0, 0, 0};
-  // 256 columns are 4 steps of 2 blocks: clusters of 4 lanes, 32 of them with 2 rows each.
-  EXPECT_EQ(k->unitsPerGroup, 64u);
-  EXPECT_EQ(k->grid(anchorInts.data()), (std::array<uint32_t, 3>{1, 1, 1}));
+  // Split blocks: 256 columns are 8 blocks of 4 quant words, a word per lane, so a row takes all
+  // 32 lanes; 4 subgroups with 2 rows each.
+  EXPECT_EQ(k->unitsPerGroup, 8u);
+  EXPECT_EQ(k->grid(anchorInts.data()), (std::array<uint32_t, 3>{8, 1, 1}));
+  // A pair of blocks per lane instead: 4 steps, clusters of 4 lanes, 32 of them with 2 rows each.
+  SpirvTarget pairs = target();
+  pairs.qmatmulSplitBlocks = false;
+  absl::StatusOr<SpirvKernel> p = buildSpirvKernel(spec, pairs);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->unitsPerGroup, 64u);
+  EXPECT_EQ(p->grid(anchorInts.data()), (std::array<uint32_t, 3>{1, 1, 1}));
 }
 
 TEST(SpirvCompilerTest, InjectedFailureIsAnError) {

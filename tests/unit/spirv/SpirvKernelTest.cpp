@@ -57,6 +57,7 @@ protected:
     t.subgroupSize = runner_->subgroupSize();
     t.maxWorkgroupInvocations = std::min<uint32_t>(runner_->maxWorkgroupInvocations(), 1024);
     t.qmatmulSplitBlocks = split_;
+    t.attentionWorkgroup = attentionWorkgroup_;
     return t;
   }
 
@@ -70,7 +71,8 @@ protected:
     std::string key =
         spec.key() + "/" + std::to_string(t.qmatmulRows) + "/" +
         std::to_string(t.qmatmulWorkgroup) + "/" + std::to_string(t.qmatmulBlocksPerStep) +
-        (t.qmatmulGenericDecode ? "/generic" : "") + (t.qmatmulSplitBlocks ? "/split" : "");
+        (t.qmatmulGenericDecode ? "/generic" : "") + (t.qmatmulSplitBlocks ? "/split" : "") + "/" +
+        std::to_string(t.qmatmulUnroll);
     auto cached = kernels_->find(key);
     if (cached == kernels_->end()) {
       absl::StatusOr<SpirvKernel> built = codegen::buildSpirvKernel(spec, t);
@@ -254,8 +256,10 @@ protected:
 
   static VkRunner *runner_;
   static std::string *skipReason_;
-  /// target() with SpirvTarget::qmatmulSplitBlocks.
-  bool split_ = false;
+  /// target()'s SpirvTarget::qmatmulSplitBlocks (the default, true, unless a test changes it).
+  bool split_ = true;
+  /// target()'s SpirvTarget::attentionWorkgroup.
+  uint32_t attentionWorkgroup_ = 0;
   static std::map<std::string, SpirvKernel> *kernels_;
 };
 VkRunner *SpirvKernelTest::runner_ = nullptr;
@@ -357,22 +361,28 @@ TEST_F(SpirvKernelTest, QuantizedMatmulScheduleOverrides) {
   struct Knobs {
     uint32_t rows, workgroup, step;
     bool generic = false;
-    bool split = false;
+    bool split = true;
+    uint32_t unroll = 0;
   };
-  for (Knobs k :
-       {Knobs{1, 0, 0}, Knobs{4, 0, 0}, Knobs{8, 2 * target().subgroupSize, 0}, Knobs{0, 0, 4},
-        Knobs{4, 0, 4}, Knobs{2, 4 * target().subgroupSize, 0}, Knobs{1, target().subgroupSize, 4},
-        Knobs{0, 0, 0, true}, Knobs{4, 0, 4, true}, Knobs{0, 0, 0, false, true},
-        Knobs{1, 0, 0, false, true}, Knobs{4, 0, 0, false, true},
-        Knobs{8, 2 * target().subgroupSize, 0, false, true}}) {
+  // The pair-per-lane schedule (split off), then the split one.
+  const uint32_t s = target().subgroupSize;
+  for (Knobs k : {Knobs{1, 0, 0, false, false}, Knobs{4, 0, 0, false, false},
+                  Knobs{8, 2 * s, 0, false, false}, Knobs{0, 0, 4, false, false},
+                  Knobs{4, 0, 4, false, false}, Knobs{2, 4 * s, 0, false, false},
+                  Knobs{1, s, 4, false, false}, Knobs{0, 0, 0, true, false},
+                  Knobs{4, 0, 4, true, false}, Knobs{0, 0, 0}, Knobs{1, 0, 0}, Knobs{4, 0, 0},
+                  Knobs{8, 2 * s, 0}, Knobs{0, 0, 0, false, true, 1},
+                  Knobs{2, 0, 0, false, true, 3}, Knobs{4, 0, 0, false, true, 4}}) {
     SpirvTarget t = target();
     t.qmatmulRows = k.rows;
     t.qmatmulWorkgroup = k.workgroup;
     t.qmatmulBlocksPerStep = k.step;
     t.qmatmulGenericDecode = k.generic;
     t.qmatmulSplitBlocks = k.split;
+    t.qmatmulUnroll = k.unroll;
     std::string knobs = "rows " + str(k.rows) + " wg " + str(k.workgroup) + " step " + str(k.step) +
-                        (k.generic ? " decode generic" : "") + (k.split ? " split" : "");
+                        (k.generic ? " decode generic" : "") +
+                        (k.split ? " split unroll " + str(k.unroll) : "");
     for (DType dtype : {DType::Q4_0, DType::Q8_0, DType::Q5_0})
       for (uint32_t rows : {1u, 37u, 130u})
         check(ops::quantizedMatmul(slot(0), slot(1), slot(2), rows, 1024, dtype),
@@ -399,7 +409,7 @@ TEST_F(SpirvKernelTest, FusedRmsNormQuantizedMatmul) {
                        str(nCols) + (split ? " split" : ""));
       }
   }
-  split_ = false;
+  split_ = true;
 }
 
 TEST_F(SpirvKernelTest, FusedQuantizedMatmulEpilogues) {
@@ -410,7 +420,7 @@ TEST_F(SpirvKernelTest, FusedQuantizedMatmulEpilogues) {
                 ops::add(slot(2), slot(3), slot(4), 70)},
                0, {2, 4}, std::string("quantized_matmul -> add") + (split ? " split" : ""));
   }
-  split_ = false;
+  split_ = true;
   // SwiGLU's tail on the gate: silu(gate) * up.
   checkFused({ops::quantizedMatmul(slot(0), slot(1), slot(2), 70, 256, DType::Q6_K),
               ops::silu(slot(2), slot(3), 70), ops::elementMul(slot(3), slot(4), slot(5), 70)},
@@ -427,6 +437,10 @@ TEST_F(SpirvKernelTest, AttentionOverHeads) {
   checkAttention(8, 1, 64, 257, "8 heads, head_dim 64, 257 positions");
   checkAttention(3, 3, 128, 1, "3 heads sharing K/V, head_dim 128, 1 position");
   checkAttention(2, 1, 48, 40, "2 heads, head_dim 48 (lanes past it idle), 40 positions");
+  // attnwg: two subgroups per workgroup, so each takes many chunks of positions.
+  attentionWorkgroup_ = 2 * target().subgroupSize;
+  checkAttention(8, 4, 64, 257, "8 heads, head_dim 64, 257 positions, 2 subgroups");
+  attentionWorkgroup_ = 0;
 }
 
 TEST_F(SpirvKernelTest, UnsupportedFusionIsUnimplemented) {

@@ -11,6 +11,7 @@
 #   vulkan-decode.json Google Benchmark's JSON
 #   tests.log          the test binaries' output
 #   kernels.json       SINTER_STATS=1 of a few fused tokens, folded per kernel (fold-stats.py)
+#   clocks.csv         nvidia-smi's clocks, power and throttle reasons every 2 s of the benchmark
 # One device call (the timeouts below keep it inside the 600 s limit):
 #   run(command="bash bench/vulkan/run-h200.sh", carry=[".gl", ".carry"], timeout_s=600)
 # `bash bench/vulkan/run-h200.sh tests` or `... bench` runs one half (two calls, more slack);
@@ -74,10 +75,15 @@ done
 # 5. The decode benchmark, then a few SINTER_STATS tokens for per-kernel times.
 if [ "$what" != tests ] && [ "$what" != sweep ]; then
   say "== sinter-bench-vulkan-decode"
+  # The GPU's clocks, power and throttle reasons every 2 s while the benchmark runs (clocks.csv).
+  nvidia-smi --query-gpu=timestamp,pstate,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,power.draw,power.limit,clocks_throttle_reasons.active,utilization.gpu,utilization.memory \
+    --format=csv -l 2 >"$out/clocks.csv" 2>/dev/null &
+  sampler=$!
   timeout 300 "$dest/bin/sinter-bench-vulkan-decode" \
     --benchmark_min_time="${SINTER_BENCH_MIN_TIME:-2}" \
     --benchmark_out="$out/vulkan-decode.json" --benchmark_out_format=json >>"$log" 2>&1
   say "bench exit $?"
+  kill "$sampler" 2>/dev/null
   # Per-kernel device times of the fused decode (SINTER_STATS=1 prints one line per dispatch
   # per flush: tens of MB), folded here into kernels.json: per kernel name, launches and
   # microseconds per token, bytes/s, and the share of the token's kernel time.

@@ -371,7 +371,7 @@ TEST_F(SpirvKernelTest, QuantizedMatmulScheduleOverrides) {
                   Knobs{4, 0, 4, false, false}, Knobs{2, 4 * s, 0, false, false},
                   Knobs{1, s, 4, false, false}, Knobs{0, 0, 0, true, false},
                   Knobs{4, 0, 4, true, false}, Knobs{0, 0, 0}, Knobs{1, 0, 0}, Knobs{4, 0, 0},
-                  Knobs{8, 2 * s, 0}, Knobs{0, 0, 0, false, true, 1},
+                  Knobs{8, 2 * s, 0}, Knobs{0, 0, 0, false, true, 2},
                   Knobs{2, 0, 0, false, true, 3}, Knobs{4, 0, 0, false, true, 4}}) {
     SpirvTarget t = target();
     t.qmatmulRows = k.rows;

@@ -137,6 +137,7 @@ void BM_VulkanAddBandwidth(benchmark::State &state) {
   const uint64_t bytes = uint64_t(env ? std::max(1, std::atoi(env)) : 256) << 20;
   const uint32_t n = static_cast<uint32_t>(bytes / 4);
   BufferHandle buf[3];
+  const std::vector<uint8_t> zeros(bytes, 0);
   for (BufferHandle &h : buf) {
     absl::StatusOr<BufferHandle> a = (*backend)->allocate(bytes);
     if (!a.ok()) {
@@ -144,7 +145,6 @@ void BM_VulkanAddBandwidth(benchmark::State &state) {
       return;
     }
     h = *a;
-    std::vector<uint8_t> zeros(bytes, 0);
     if (absl::Status s = (*backend)->copyToDevice(zeros, h); !s.ok()) {
       state.SkipWithError(std::string(s.message()).c_str());
       return;

@@ -93,7 +93,13 @@ Value groupSum(Emitter &e, llvm::ArrayRef<Value> vectors, bool squares) {
 // exponent of 2^23 gives the float 2^23 + 2^b q exactly, and subtracting 2^23 + 2^b z leaves
 // 2^b (q - z). A block's products are summed per b and rescaled by 2^-b once per block, so each
 // weight costs an AND-OR, a subtract and an FMA (the generic decoder spends about 9 operations).
-bool hasFastPairDecoder(DType dtype) { return dtype == DType::Q4_0 || dtype == DType::Q8_0; }
+
+// An fp16 held in the low 16 bits of an i32 (the rest zero), widened to f32 exactly.
+Value halfBitsToF32(Emitter &e, Value bits16) {
+  Value h16 = e.b.create<arith::TruncIOp>(e.loc, e.b.getI16Type(), bits16);
+  Value h = e.b.create<arith::BitcastOp>(e.loc, e.b.getF16Type(), h16);
+  return extendFloat(e.b, e.loc, e.f32(), h);
+}
 
 struct PairBlock {
   Value scale;                       ///< d, as f32
@@ -109,11 +115,7 @@ std::array<PairBlock, 2> loadPair(Emitter &e, Value w, Value wordBase, DType dty
   for (int64_t i = 0; i < blockBytes / 2; ++i)
     raw.push_back(e.load(w, e.add(wordBase, e.ci(i))));
   auto c = [&](int64_t v) { return e.c32(v); };
-  auto half = [&](Value bits16) {
-    Value h16 = b.create<arith::TruncIOp>(e.loc, b.getI16Type(), bits16);
-    Value h = b.create<arith::BitcastOp>(e.loc, b.getF16Type(), h16);
-    return extendFloat(b, e.loc, e.f32(), h);
-  };
+  auto half = [&](Value bits16) { return halfBitsToF32(e, bits16); };
   std::array<PairBlock, 2> blocks;
   blocks[0].scale = half(b.create<arith::AndIOp>(e.loc, raw[0], c(0xffff)));
   for (int64_t k = 0; k < quantWords; ++k) // bytes 2 + 4k .. 5 + 4k: a funnel shift
@@ -201,7 +203,7 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
   int64_t alignment = alignmentOf(layout.blockBytes * step);
   // Pairs at 4-byte boundaries of a format with a fast decoder (SINTER_VK_QMATMUL=decode=generic
   // keeps the generic one, for comparison).
-  const bool fast = hasFastPairDecoder(op.dtype) && step % 2 == 0 && alignment == 4 &&
+  const bool fast = hasFastQuantDecoder(op.dtype) && step % 2 == 0 && alignment == 4 &&
                     !e.target.qmatmulGenericDecode;
   if (scalar)
     alignment = op.isStatic(1) ? alignmentOf(op.ints[1] * elementBytes) : elementBytes;
@@ -354,9 +356,7 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
               for (int64_t r = 0; r < rows; ++r) {
                 Value dBits = b.create<arith::AndIOp>(
                     e.loc, b.create<arith::ShRUIOp>(e.loc, L.dRaw[r], L.dShift[r]), c32(0xffff));
-                Value h16 = b.create<arith::TruncIOp>(e.loc, b.getI16Type(), dBits);
-                Value scale = extendFloat(b, e.loc, e.f32(),
-                                          b.create<arith::BitcastOp>(e.loc, b.getF16Type(), h16));
+                Value scale = halfBitsToF32(e, dBits);
                 // A funnel shift of the two words ((hi << 16) << (16 - s) is 0 when s == 0).
                 Value q = b.create<arith::OrIOp>(
                     e.loc, b.create<arith::ShRUIOp>(e.loc, L.lo[r], L.s32[r]),
@@ -667,6 +667,8 @@ absl::Status emitAttentionKernel(Emitter &e, const OpShape &score, const KernelS
 }
 
 } // namespace
+
+bool hasFastQuantDecoder(DType dtype) { return dtype == DType::Q4_0 || dtype == DType::Q8_0; }
 
 absl::Status emitContraction(Emitter &e, const OpShape &op, const KernelSpec &spec) {
   switch (op.kind) {

@@ -92,7 +92,7 @@ KernelPlan planKernel(const OpShape &op, const SpirvTarget &target) {
           (op.ints[1] / layout.blockWeights) % 4 == 0)
         plan.blocksPerStep = 4;
     }
-    if (target.qmatmulSplitBlocks && (op.dtype == DType::Q4_0 || op.dtype == DType::Q8_0) &&
+    if (target.qmatmulSplitBlocks && hasFastQuantDecoder(op.dtype) &&
         (layout.blockBytes - 2) / 4 <= lanes) {
       plan.splitWords = static_cast<uint32_t>((layout.blockBytes - 2) / 4);
       plan.blocksPerStep = 1;
@@ -321,20 +321,19 @@ mlir::LogicalResult lowerToSpirv(mlir::ModuleOp module, uint64_t readOnlyBinding
   spirvPm.addPass(mlir::spirv::createSPIRVUpdateVCEPass());
   if (mlir::failed(pm.run(module)))
     return mlir::failure();
-  // Vulkan: push constants have no descriptor set or binding.
-  module.walk([](mlir::spirv::GlobalVariableOp var) {
-    auto pointer = mlir::cast<mlir::spirv::PointerType>(var.getType());
-    if (pointer.getStorageClass() != mlir::spirv::StorageClass::PushConstant)
-      return;
-    var->removeAttr("descriptor_set");
-    var->removeAttr("binding");
-  });
-  // NonWritable on the bindings the kernel only reads (the weights, x): the driver may then
-  // read them through its read-only caches.
   module.walk([&](mlir::spirv::GlobalVariableOp var) {
+    auto pointer = mlir::cast<mlir::spirv::PointerType>(var.getType());
+    if (pointer.getStorageClass() == mlir::spirv::StorageClass::PushConstant) {
+      // Vulkan: push constants have no descriptor set or binding.
+      var->removeAttr("descriptor_set");
+      var->removeAttr("binding");
+      return;
+    }
+    // NonWritable on the bindings the kernel only reads (the weights, x): the driver may then
+    // read them through its read-only caches.
     auto binding = var->getAttrOfType<mlir::IntegerAttr>("binding");
     if (binding && binding.getInt() < 64 && (readOnlyBindings >> binding.getInt()) & 1)
-      var->setAttr("non_writable", mlir::UnitAttr::get(module.getContext()));
+      var->setAttr("non_writable", mlir::UnitAttr::get(ctx));
   });
   return mlir::success();
 }

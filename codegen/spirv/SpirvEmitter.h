@@ -181,6 +181,10 @@ private:
   std::map<int64_t, mlir::Value> raw_, aligned_;
 };
 
+/// True for the formats with the fast quant decoder (Q4_0, Q8_0: 2-byte scale, then u32 words
+/// of quants), which the pair and split schedules of quantized_matmul need.
+bool hasFastQuantDecoder(DType dtype);
+
 /// Emits the kernel body of a contraction (quantized_matmul, matmul, attn_score, attn_value);
 /// `spec` gives the fused members around it (quantized_matmul only).
 absl::Status emitContraction(Emitter &e, const OpShape &op, const KernelSpec &spec);

@@ -127,12 +127,18 @@ TEST(CpuCompilerTest, OpsThatDifferOnlyInOffsetsShareOneKernel) {
   EXPECT_EQ(compiler->stats().kernelsCompiled, 2u);
 }
 
-TEST(CpuCompilerTest, SplittingAcrossThreadsGivesTheSameResults) {
-  ThreadPool pool(4);
+// Options that split every kernel with more than one unit across `pool`.
+CpuCompilerOptions splittingOptions(ThreadPool &pool, bool fusePrologue = false) {
   CpuCompilerOptions options;
   options.pool = &pool;
-  options.minParallelBytes = 0; // split everything that has more than one unit
-  auto compiler = makeCompiler(options);
+  options.minParallelBytes = 0;
+  options.fusePrologue = fusePrologue;
+  return options;
+}
+
+TEST(CpuCompilerTest, SplittingAcrossThreadsGivesTheSameResults) {
+  ThreadPool pool(4);
+  auto compiler = makeCompiler(splittingOptions(pool));
   ASSERT_TRUE(compiler);
   checkOp(*compiler, ops::quantizedMatmul(slot(0), slot(1), slot(2), 1000, 512, DType::Q4_0),
           "split quantized_matmul");
@@ -315,11 +321,7 @@ KernelProgram programOf(const std::vector<OpCall> &ops, bool oneKernel) {
 // leave as kernels of their own.
 TEST(CpuCompilerTest, FusedQMatmulKernelsMatchTheirMembers) {
   ThreadPool pool(3);
-  CpuCompilerOptions options;
-  options.pool = &pool;
-  options.minParallelBytes = 0;
-  options.fusePrologue = true;
-  auto compiler = makeCompiler(options);
+  auto compiler = makeCompiler(splittingOptions(pool, /*fusePrologue=*/true));
   ASSERT_TRUE(compiler);
   const uint32_t rows = 96, cols = 256;
   // Slots: 0 norm in, 1 norm weight, 2 normalized x, 3 W, 4 out, 5 residual / up weights,
@@ -376,11 +378,7 @@ TEST(CpuCompilerTest, FusedQMatmulKernelsMatchTheirMembers) {
 // the norm that the anchor reads stays before the loop.
 TEST(CpuCompilerTest, LongEpilogueChainsRunTheirMemberKernels) {
   ThreadPool pool(3);
-  CpuCompilerOptions options;
-  options.pool = &pool;
-  options.minParallelBytes = 0;
-  options.fusePrologue = true;
-  auto compiler = makeCompiler(options);
+  auto compiler = makeCompiler(splittingOptions(pool, /*fusePrologue=*/true));
   ASSERT_TRUE(compiler);
   const uint32_t rows = 64, cols = 128;
   std::vector<OpCall> opList = {
@@ -511,10 +509,7 @@ KernelProgram attentionProgram(uint32_t heads, uint32_t headDim, uint32_t seq, u
 // it, and the shared scores buffer left holding the last head's softmax weights.
 TEST(CpuCompilerTest, AttentionRunsAsOneLoopOverHeads) {
   ThreadPool pool(3);
-  CpuCompilerOptions options;
-  options.pool = &pool;
-  options.minParallelBytes = 0;
-  auto compiler = makeCompiler(options);
+  auto compiler = makeCompiler(splittingOptions(pool));
   ASSERT_TRUE(compiler);
   const uint32_t heads = 8, headDim = 64, seq = 37, kvStride = 4 * headDim;
   KernelProgram program = attentionProgram(heads, headDim, seq, kvStride);
@@ -556,11 +551,7 @@ TEST(CpuCompilerTest, AttentionRunsAsOneLoopOverHeads) {
 void decodeFusedLikeUnfused(const model::ModelWeights &weights, const char *what, uint32_t steps,
                             bool prologue) {
   ThreadPool pool(3);
-  CpuCompilerOptions options;
-  options.pool = &pool;
-  options.minParallelBytes = 0;
-  options.fusePrologue = prologue;
-  std::shared_ptr<CpuCompiler> compiler = makeCompiler(options);
+  std::shared_ptr<CpuCompiler> compiler = makeCompiler(splittingOptions(pool, prologue));
   ASSERT_TRUE(compiler);
   BackendOptions fusedOptions, unfusedOptions;
   fusedOptions.fusion = true;

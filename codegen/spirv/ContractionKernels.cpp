@@ -316,8 +316,8 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
             std::array<PairBlock, 2> pair = splitPair(
                 e, llvm::ArrayRef<Value>(raw[r]).slice(p * pairWords, pairWords), op.dtype);
             for (int64_t k = 0; k < 2; ++k)
-              next[r] =
-                  e.fma(fastBlockDot(e, op.dtype, pair[k].words, gis[k].x), pair[k].scale, next[r]);
+              next[r] = e.fma(fastBlockDot(e, op.dtype, pair[k].words, gis[k].x), pair[k].scale,
+                              next[r]);
           }
           if (norm)
             for (int64_t k = 0; k < 2; ++k)

@@ -62,9 +62,9 @@ struct SpirvTarget {
 /// The element type a storage-buffer binding is declared with. Every binding is a runtime array
 /// starting at byte 0 of the bound range; the runtime binds whole buffers (offset 0).
 enum class SpirvBindingKind : uint8_t {
-  F32,   ///< float[]: f32 activations
-  Word,  ///< uint[]: weights and raw bytes (byte-addressed through 32-bit words)
-  Vec4,  ///< vec4[]: f32 activations read 16 bytes at a time
+  F32,  ///< float[]: f32 activations
+  Word, ///< uint[]: weights and raw bytes (byte-addressed through 32-bit words)
+  Vec4, ///< vec4[]: f32 activations read 16 bytes at a time
   Word4, ///< uvec4[]: weights read 16 bytes at a time
 };
 

@@ -100,7 +100,7 @@ TEST(SpirvCompilerTest, QuantizedMatmulBuildsForEverySupportedDType) {
       ASSERT_EQ(k->bindings.size(), 3u);
       // Q4_0 at 1024 columns (static) reads W 16 bytes at a time (wide groups of 8 blocks).
       EXPECT_EQ(k->bindings[0], dtype == DType::Q4_0 && paramMask == 0 ? SpirvBindingKind::Word4
-                                                                       : SpirvBindingKind::Word)
+                                                                        : SpirvBindingKind::Word)
           << dtypeName(dtype);
       EXPECT_EQ(k->bindings[1], SpirvBindingKind::Vec4);
       EXPECT_EQ(k->bindings[2], SpirvBindingKind::F32);
@@ -142,7 +142,7 @@ TEST(SpirvCompilerTest, FusedKernelBindsEveryMember) {
   ASSERT_EQ(k->numBindings(), 9u);
   EXPECT_EQ(k->bindingMembers, (std::vector<uint8_t>{0, 0, 0, 1, 1, 1, 2, 2, 2}));
   EXPECT_EQ(k->bindingOperands, (std::vector<uint8_t>{0, 1, 2, 0, 1, 2, 0, 1, 2}));
-  EXPECT_EQ(k->bindings[0], SpirvBindingKind::Vec4);  // the norm's input feeds the products
+  EXPECT_EQ(k->bindings[0], SpirvBindingKind::Vec4); // the norm's input feeds the products
   EXPECT_EQ(k->bindings[3], SpirvBindingKind::Word4); // W, in vectors of 16 bytes
   EXPECT_EQ(k->pushConstantMembers, (std::vector<uint8_t>{0, 1, 1, 2}));
   EXPECT_EQ(k->pushConstantInts, (std::vector<uint8_t>{0, 0, 1, 0}));

@@ -72,8 +72,8 @@ protected:
     std::string key =
         spec.key() + "/" + std::to_string(t.qmatmulRows) + "/" +
         std::to_string(t.qmatmulWorkgroup) + "/" + std::to_string(t.qmatmulBlocksPerStep) +
-        (t.qmatmulGenericDecode ? "/generic" : "") + (t.qmatmulSplitBlocks ? "/split" : "") +
-        (t.qmatmulWide ? "/wide" : "") + "/" + std::to_string(t.qmatmulUnroll);
+        (t.qmatmulGenericDecode ? "/generic" : "") + (t.qmatmulSplitBlocks ? "/split" : "") + (t.qmatmulWide ? "/wide" : "") + "/" +
+        std::to_string(t.qmatmulUnroll);
     auto cached = kernels_->find(key);
     if (cached == kernels_->end()) {
       absl::StatusOr<SpirvKernel> built = codegen::buildSpirvKernel(spec, t);
@@ -371,26 +371,15 @@ TEST_F(SpirvKernelTest, QuantizedMatmulScheduleOverrides) {
   // The pair-per-lane schedule (split off), the split one, then wide groups of 8 blocks (Q4_0;
   // Q8_0 and Q5_0 take the split or generic schedule there).
   const uint32_t s = target().subgroupSize;
-  for (Knobs k : {Knobs{1, 0, 0, false, false},
-                  Knobs{4, 0, 0, false, false},
-                  Knobs{8, 2 * s, 0, false, false},
-                  Knobs{0, 0, 4, false, false},
-                  Knobs{4, 0, 4, false, false},
-                  Knobs{2, 4 * s, 0, false, false},
-                  Knobs{1, s, 4, false, false},
-                  Knobs{0, 0, 0, true, false},
-                  Knobs{4, 0, 4, true, false},
-                  Knobs{0, 0, 0},
-                  Knobs{1, 0, 0},
-                  Knobs{4, 0, 0},
-                  Knobs{8, 2 * s, 0},
-                  Knobs{0, 0, 0, false, true, 2},
-                  Knobs{2, 0, 0, false, true, 3},
-                  Knobs{4, 0, 0, false, true, 4},
-                  Knobs{0, 0, 0, false, true, 0, true},
-                  Knobs{1, 0, 0, false, true, 0, true},
-                  Knobs{4, 0, 0, false, true, 0, true},
-                  Knobs{8, 2 * s, 0, false, true, 0, true},
+  for (Knobs k : {Knobs{1, 0, 0, false, false}, Knobs{4, 0, 0, false, false},
+                  Knobs{8, 2 * s, 0, false, false}, Knobs{0, 0, 4, false, false},
+                  Knobs{4, 0, 4, false, false}, Knobs{2, 4 * s, 0, false, false},
+                  Knobs{1, s, 4, false, false}, Knobs{0, 0, 0, true, false},
+                  Knobs{4, 0, 4, true, false}, Knobs{0, 0, 0}, Knobs{1, 0, 0}, Knobs{4, 0, 0},
+                  Knobs{8, 2 * s, 0}, Knobs{0, 0, 0, false, true, 2},
+                  Knobs{2, 0, 0, false, true, 3}, Knobs{4, 0, 0, false, true, 4},
+                  Knobs{0, 0, 0, false, true, 0, true}, Knobs{1, 0, 0, false, true, 0, true},
+                  Knobs{4, 0, 0, false, true, 0, true}, Knobs{8, 2 * s, 0, false, true, 0, true},
                   Knobs{2, 4 * s, 0, false, true, 0, true}}) {
     SpirvTarget t = target();
     t.qmatmulRows = k.rows;
@@ -455,9 +444,8 @@ TEST_F(SpirvKernelTest, FusedQuantizedMatmulEpilogues) {
                                      DType::Q4_0),
                 ops::add(slot(2), slot(3), slot(4), 70)},
                0, {2, 4},
-               std::string("quantized_matmul -> add") + (schedule == 0   ? ""
-                                                         : schedule == 1 ? " split"
-                                                                         : " wide"));
+               std::string("quantized_matmul -> add") +
+                   (schedule == 0 ? "" : schedule == 1 ? " split" : " wide"));
   }
   split_ = wide_ = true;
   // SwiGLU's tail on the gate: silu(gate) * up.

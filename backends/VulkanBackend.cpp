@@ -47,8 +47,6 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps) {
         target.qmatmulGenericDecode = true;
       if (kv.first == "split")
         target.qmatmulSplitBlocks = kv.second == "1";
-      if (kv.first == "wide")
-        target.qmatmulWide = kv.second == "1";
       if (kv.first == "nonwritable")
         target.readOnlyBindings = kv.second != "0";
       uint32_t v = 0;

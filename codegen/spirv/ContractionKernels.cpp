@@ -108,10 +108,12 @@ struct PairBlock {
 
 // Blocks 0 and 1 of the pair at word `wordBase`: {d f16, qs[Q bytes]} twice, the second block
 // starting at byte B (B % 4 == 2).
-// `raw`: the pair's B / 2 words, loaded.
-std::array<PairBlock, 2> splitPair(Emitter &e, llvm::ArrayRef<Value> raw, DType dtype) {
+std::array<PairBlock, 2> loadPair(Emitter &e, Value w, Value wordBase, DType dtype) {
   mlir::OpBuilder &b = e.b;
   const int64_t blockBytes = quantLayout(dtype).blockBytes, quantWords = (blockBytes - 2) / 4;
+  llvm::SmallVector<Value, 17> raw;
+  for (int64_t i = 0; i < blockBytes / 2; ++i)
+    raw.push_back(e.load(w, e.add(wordBase, e.ci(i))));
   auto c = [&](int64_t v) { return e.c32(v); };
   auto half = [&](Value bits16) { return halfBitsToF32(e, bits16); };
   std::array<PairBlock, 2> blocks;
@@ -124,13 +126,6 @@ std::array<PairBlock, 2> splitPair(Emitter &e, llvm::ArrayRef<Value> raw, DType 
   for (int64_t k = 0; k < quantWords; ++k)
     blocks[1].words.push_back(raw[blockBytes / 4 + 1 + k]);
   return blocks;
-}
-
-std::array<PairBlock, 2> loadPair(Emitter &e, Value w, Value wordBase, DType dtype) {
-  llvm::SmallVector<Value, 17> raw;
-  for (int64_t i = 0; i < quantLayout(dtype).blockBytes / 2; ++i)
-    raw.push_back(e.load(w, e.add(wordBase, e.ci(i))));
-  return splitPair(e, raw, dtype);
 }
 
 // Adds Σ (q_i - z) x_i over one u32 of quants to `sums` (kept per bit position b, scaled by
@@ -284,50 +279,6 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
         });
       }
     };
-    if (e.plan.wideBlocks > 0) {
-      // Wide groups: lane l of a row's cluster takes groups l, l + L, ... of G blocks, whose
-      // G * B bytes are a whole number of 16-byte vectors (8 Q4_0 blocks: 144 bytes, 9 vectors)
-      // when rows start at 16-byte boundaries; the vectors of all the rows are loaded before
-      // any of the math, so a lane has 9 R loads of 16 bytes in flight.
-      const int64_t perGroup = e.plan.wideBlocks;
-      const int64_t vectors = perGroup * layout.blockBytes / 16;
-      const int64_t pairWords = layout.blockBytes / 2;
-      Value nGroups = e.divu(nBlocks, e.ci(perGroup));
-      llvm::SmallVector<Value, 8> rowVectors;
-      for (int64_t r = 0; r < rows; ++r)
-        rowVectors.push_back(e.divu(rowBases[r], e.ci(16)));
-      auto accs = e.forLoop(lane, nGroups, e.ci(lanes), inits, [&](Value grp, ValueRange iters) {
-        llvm::SmallVector<Value> next(iters.begin(), iters.end());
-        Value firstVector = e.mul(grp, e.ci(vectors));
-        llvm::SmallVector<llvm::SmallVector<Value, 36>, 4> raw(rows);
-        for (int64_t r = 0; r < rows; ++r)
-          for (int64_t i = 0; i < vectors; ++i) {
-            Value v = e.load(w, e.add(rowVectors[r], e.add(firstVector, e.ci(i))));
-            for (int64_t j = 0; j < 4; ++j)
-              raw[r].push_back(extractLane(e, v, j));
-          }
-        for (int64_t p = 0; p < perGroup / 2; ++p) {
-          Value firstBlock = e.add(e.mul(grp, e.ci(perGroup)), e.ci(2 * p));
-          Value firstColumn = e.mul(firstBlock, e.ci(layout.blockWeights));
-          std::array<GroupInput, 2> gis;
-          for (int64_t k = 0; k < 2; ++k)
-            gis[k] = loadGroupInput(e, x4, g4, e.add(firstColumn, e.ci(32 * k)), 32);
-          for (int64_t r = 0; r < rows; ++r) {
-            std::array<PairBlock, 2> pair = splitPair(
-                e, llvm::ArrayRef<Value>(raw[r]).slice(p * pairWords, pairWords), op.dtype);
-            for (int64_t k = 0; k < 2; ++k)
-              next[r] = e.fma(fastBlockDot(e, op.dtype, pair[k].words, gis[k].x), pair[k].scale,
-                              next[r]);
-          }
-          if (norm)
-            for (int64_t k = 0; k < 2; ++k)
-              next[rows] = e.fadd(next[rows], groupSum(e, gis[k].in, true));
-        }
-        return next;
-      });
-      finish(accs);
-      return;
-    }
     if (e.plan.splitWords > 0) {
       // Split blocks: W lanes per block, lane l taking quant word l % W of blocks
       // l / W, l / W + lanes / W, ...; the lanes of one load then read consecutive words of

@@ -100,18 +100,6 @@ KernelPlan planKernel(const OpShape &op, const SpirvTarget &target) {
                              ? target.qmatmulUnroll
                              : kDefaultSplitUnroll;
     }
-    // Wide groups: 8 Q4_0 blocks are 144 bytes, 9 vectors of 16 bytes, and a row of a multiple
-    // of 8 blocks starts at a 16-byte boundary.
-    if (target.qmatmulWide && op.dtype == DType::Q4_0 && op.isStatic(1) &&
-        op.ints[1] % (8 * layout.blockWeights) == 0) {
-      plan.wideBlocks = 8;
-      plan.splitWords = 0;
-      plan.blocksPerStep = 8;
-      plan.bindings[0] = SpirvBindingKind::Word4;
-      // Two subgroups: a row's lanes mostly make one pass, so the parallelism is in the
-      // workgroups (4096 rows of 4096 columns: 512 of them).
-      plan.workgroupSize = std::min(2 * lanes, maxGroup);
-    }
     if (target.qmatmulWorkgroup >= lanes && target.qmatmulWorkgroup % lanes == 0)
       plan.workgroupSize = std::min(target.qmatmulWorkgroup, maxGroup);
     // A row of few steps (a 4096-column K-quant row has 16 blocks) leaves lanes idle: give it
@@ -274,8 +262,6 @@ mlir::Type bindingType(mlir::MLIRContext *ctx, SpirvBindingKind kind) {
     element = b.getI32Type();
   if (kind == SpirvBindingKind::Vec4)
     element = mlir::VectorType::get({4}, b.getF32Type());
-  if (kind == SpirvBindingKind::Word4)
-    element = mlir::VectorType::get({4}, b.getI32Type());
   return mlir::MemRefType::get({mlir::ShapedType::kDynamic}, element, mlir::AffineMap(), storage);
 }
 

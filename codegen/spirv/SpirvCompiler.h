@@ -49,9 +49,6 @@ struct SpirvTarget {
   /// Split schedule: blocks a lane loads before computing them (1..4; 0: the built-in choice,
   /// `unroll=N`).
   uint32_t qmatmulUnroll = 0;
-  /// Q4_0 rows of a multiple of 8 blocks: each lane takes 8 whole blocks (144 bytes) as 9
-  /// aligned 16-byte loads (`wide=0` uses the split or pair schedule instead).
-  bool qmatmulWide = true;
   /// Attention over heads: the most invocations per workgroup (0: 1024; `attnwg=N`).
   uint32_t attentionWorkgroup = 0;
   /// Decorate quantized_matmul's W and x (or its norm prologue's in and weight) and attention's
@@ -65,7 +62,6 @@ enum class SpirvBindingKind : uint8_t {
   F32,  ///< float[]: f32 activations
   Word, ///< uint[]: weights and raw bytes (byte-addressed through 32-bit words)
   Vec4, ///< vec4[]: f32 activations read 16 bytes at a time
-  Word4, ///< uvec4[]: weights read 16 bytes at a time
 };
 
 /// Attention kernels (KernelSpec::attentionOverHeads; one workgroup per head): after the 11 words

@@ -45,9 +45,6 @@ struct KernelPlan {
   uint32_t splitWords = 0;
   /// Split schedule: blocks a lane loads before it computes any of them.
   uint32_t splitUnroll = 1;
-  /// quantized_matmul Q4_0 with wide groups (SpirvTarget::qmatmulWide): the blocks of one
-  /// lane's group, a whole number of 16-byte vectors (8); 0 for the other schedules.
-  uint32_t wideBlocks = 0;
   /// u32 words of the push-constant block (the op's integer arguments).
   uint32_t pushConstantWords = 0;
 };

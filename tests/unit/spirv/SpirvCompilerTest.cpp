@@ -98,10 +98,7 @@ TEST(SpirvCompilerTest, QuantizedMatmulBuildsForEverySupportedDType) {
       ASSERT_TRUE(k.ok()) << dtypeName(dtype) << ": " << k.status();
       EXPECT_TRUE(validateSpirv(k->words).ok()) << dtypeName(dtype);
       ASSERT_EQ(k->bindings.size(), 3u);
-      // Q4_0 at 1024 columns (static) reads W 16 bytes at a time (wide groups of 8 blocks).
-      EXPECT_EQ(k->bindings[0], dtype == DType::Q4_0 && paramMask == 0 ? SpirvBindingKind::Word4
-                                                                        : SpirvBindingKind::Word)
-          << dtypeName(dtype);
+      EXPECT_EQ(k->bindings[0], SpirvBindingKind::Word);
       EXPECT_EQ(k->bindings[1], SpirvBindingKind::Vec4);
       EXPECT_EQ(k->bindings[2], SpirvBindingKind::F32);
     }
@@ -143,27 +140,17 @@ TEST(SpirvCompilerTest, FusedKernelBindsEveryMember) {
   EXPECT_EQ(k->bindingMembers, (std::vector<uint8_t>{0, 0, 0, 1, 1, 1, 2, 2, 2}));
   EXPECT_EQ(k->bindingOperands, (std::vector<uint8_t>{0, 1, 2, 0, 1, 2, 0, 1, 2}));
   EXPECT_EQ(k->bindings[0], SpirvBindingKind::Vec4); // the norm's input feeds the products
-  EXPECT_EQ(k->bindings[3], SpirvBindingKind::Word4); // W, in vectors of 16 bytes
+  EXPECT_EQ(k->bindings[3], SpirvBindingKind::Word); // W
   EXPECT_EQ(k->pushConstantMembers, (std::vector<uint8_t>{0, 1, 1, 2}));
   EXPECT_EQ(k->pushConstantInts, (std::vector<uint8_t>{0, 0, 1, 0}));
   std::array<int64_t, 5> anchorInts{64, 256, 0, 0, 0};
-  // Wide groups: 256 columns are one group of 8 blocks, so a row takes one lane; 2 subgroups of
-  // 32 clusters with 2 rows each.
-  EXPECT_EQ(k->unitsPerGroup, 128u);
-  EXPECT_EQ(k->grid(anchorInts.data()), (std::array<uint32_t, 3>{1, 1, 1}));
-  // Split blocks: 8 blocks of 4 quant words, a word per lane, so a row takes all 32 lanes; 4
-  // subgroups with 2 rows each.
-  SpirvTarget split = target();
-  split.qmatmulWide = false;
-  absl::StatusOr<SpirvKernel> sk = buildSpirvKernel(spec, split);
-  ASSERT_TRUE(sk.ok()) << sk.status();
-  EXPECT_EQ(sk->bindings[3], SpirvBindingKind::Word);
-  EXPECT_EQ(sk->unitsPerGroup, 8u);
-  EXPECT_EQ(sk->grid(anchorInts.data()), (std::array<uint32_t, 3>{8, 1, 1}));
+  // Split blocks: 256 columns are 8 blocks of 4 quant words, a word per lane, so a row takes all
+  // 32 lanes; 4 subgroups with 2 rows each.
+  EXPECT_EQ(k->unitsPerGroup, 8u);
+  EXPECT_EQ(k->grid(anchorInts.data()), (std::array<uint32_t, 3>{8, 1, 1}));
   // A pair of blocks per lane instead: 4 steps, clusters of 4 lanes, 32 of them with 2 rows each.
   SpirvTarget pairs = target();
   pairs.qmatmulSplitBlocks = false;
-  pairs.qmatmulWide = false;
   absl::StatusOr<SpirvKernel> p = buildSpirvKernel(spec, pairs);
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->unitsPerGroup, 64u);

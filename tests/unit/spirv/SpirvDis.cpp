@@ -2,7 +2,7 @@
 //
 //   sinter-spirv-dis <op> [int ...] [--dtype=Q4_0] [--scalar=1e-5] [--params=MASK]
 //                    [--subgroup=32] [--no-opt] [--rms-prologue] [--epilogue=add,silu,...]
-//                    [--attention] [--schedule=wide|split|pairs]
+//                    [--attention]
 //
 // <op> is SEMANTICS.md's name (rms_norm, quantized_matmul, ...), the integers are the op's in
 // order, MASK (binary or decimal) marks those read at run time. The output is a header of
@@ -10,7 +10,6 @@
 // Fused kernels: --rms-prologue puts an rms_norm of n_cols elements before a quantized_matmul,
 // --epilogue chains element-wise ops after it; --attention makes an attn_score the anchor of the
 // attention kernel over heads (softmax and attn_value of the same head_dim as its epilogue).
-// --schedule picks quantized_matmul's Q4_0/Q8_0 schedule (the default: wide where it applies).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -32,7 +31,7 @@ int usage(const char *message) {
   std::fprintf(stderr,
                "sinter-spirv-dis: %s\nusage: sinter-spirv-dis <op> [int ...] "
                "[--dtype=NAME] [--scalar=F] [--params=MASK] [--subgroup=N] [--no-opt] "
-               "[--rms-prologue] [--epilogue=OPS] [--attention] [--schedule=wide|split|pairs]\n",
+               "[--rms-prologue] [--epilogue=OPS] [--attention]\n",
                message);
   return 2;
 }
@@ -45,8 +44,6 @@ const char *bindingName(codegen::SpirvBindingKind kind) {
     return "u32";
   case codegen::SpirvBindingKind::Vec4:
     return "vec4";
-  case codegen::SpirvBindingKind::Word4:
-    return "uvec4";
   }
   return "?";
 }
@@ -95,12 +92,6 @@ int main(int argc, char **argv) {
                                                     v[0] == '0' && v[1] == 'b' ? 2 : 10));
     } else if (const char *v = value("--subgroup=")) {
       target.subgroupSize = static_cast<uint32_t>(std::strtoul(v, nullptr, 10));
-    } else if (const char *v = value("--schedule=")) {
-      std::string_view schedule = v;
-      if (schedule != "wide" && schedule != "split" && schedule != "pairs")
-        return usage("a schedule is wide, split or pairs");
-      target.qmatmulWide = schedule == "wide";
-      target.qmatmulSplitBlocks = schedule != "pairs";
     } else if (arg == "--no-opt") {
       target.optimize = false;
     } else if (arg == "--rms-prologue") {

@@ -57,7 +57,6 @@ protected:
     t.subgroupSize = runner_->subgroupSize();
     t.maxWorkgroupInvocations = std::min<uint32_t>(runner_->maxWorkgroupInvocations(), 1024);
     t.qmatmulSplitBlocks = split_;
-    t.qmatmulWide = wide_;
     t.attentionWorkgroup = attentionWorkgroup_;
     return t;
   }
@@ -72,7 +71,7 @@ protected:
     std::string key =
         spec.key() + "/" + std::to_string(t.qmatmulRows) + "/" +
         std::to_string(t.qmatmulWorkgroup) + "/" + std::to_string(t.qmatmulBlocksPerStep) +
-        (t.qmatmulGenericDecode ? "/generic" : "") + (t.qmatmulSplitBlocks ? "/split" : "") + (t.qmatmulWide ? "/wide" : "") + "/" +
+        (t.qmatmulGenericDecode ? "/generic" : "") + (t.qmatmulSplitBlocks ? "/split" : "") + "/" +
         std::to_string(t.qmatmulUnroll);
     auto cached = kernels_->find(key);
     if (cached == kernels_->end()) {
@@ -259,8 +258,6 @@ protected:
   static std::string *skipReason_;
   /// target()'s SpirvTarget::qmatmulSplitBlocks (the default, true, unless a test changes it).
   bool split_ = true;
-  /// target()'s SpirvTarget::qmatmulWide (the default, true, unless a test changes it).
-  bool wide_ = true;
   /// target()'s SpirvTarget::attentionWorkgroup.
   uint32_t attentionWorkgroup_ = 0;
   static std::map<std::string, SpirvKernel> *kernels_;
@@ -366,10 +363,8 @@ TEST_F(SpirvKernelTest, QuantizedMatmulScheduleOverrides) {
     bool generic = false;
     bool split = true;
     uint32_t unroll = 0;
-    bool wide = false;
   };
-  // The pair-per-lane schedule (split off), the split one, then wide groups of 8 blocks (Q4_0;
-  // Q8_0 and Q5_0 take the split or generic schedule there).
+  // The pair-per-lane schedule (split off), then the split one.
   const uint32_t s = target().subgroupSize;
   for (Knobs k : {Knobs{1, 0, 0, false, false}, Knobs{4, 0, 0, false, false},
                   Knobs{8, 2 * s, 0, false, false}, Knobs{0, 0, 4, false, false},
@@ -377,10 +372,7 @@ TEST_F(SpirvKernelTest, QuantizedMatmulScheduleOverrides) {
                   Knobs{1, s, 4, false, false}, Knobs{0, 0, 0, true, false},
                   Knobs{4, 0, 4, true, false}, Knobs{0, 0, 0}, Knobs{1, 0, 0}, Knobs{4, 0, 0},
                   Knobs{8, 2 * s, 0}, Knobs{0, 0, 0, false, true, 2},
-                  Knobs{2, 0, 0, false, true, 3}, Knobs{4, 0, 0, false, true, 4},
-                  Knobs{0, 0, 0, false, true, 0, true}, Knobs{1, 0, 0, false, true, 0, true},
-                  Knobs{4, 0, 0, false, true, 0, true}, Knobs{8, 2 * s, 0, false, true, 0, true},
-                  Knobs{2, 4 * s, 0, false, true, 0, true}}) {
+                  Knobs{2, 0, 0, false, true, 3}, Knobs{4, 0, 0, false, true, 4}}) {
     SpirvTarget t = target();
     t.qmatmulRows = k.rows;
     t.qmatmulWorkgroup = k.workgroup;
@@ -388,37 +380,23 @@ TEST_F(SpirvKernelTest, QuantizedMatmulScheduleOverrides) {
     t.qmatmulGenericDecode = k.generic;
     t.qmatmulSplitBlocks = k.split;
     t.qmatmulUnroll = k.unroll;
-    t.qmatmulWide = k.wide;
     std::string knobs = "rows " + str(k.rows) + " wg " + str(k.workgroup) + " step " + str(k.step) +
                         (k.generic ? " decode generic" : "") +
-                        (k.split ? " split unroll " + str(k.unroll) : "") + (k.wide ? " wide" : "");
-    // Wide groups: 4 per row, then 5 (lanes idle), then 43 (a second pass over some lanes).
-    std::vector<uint32_t> widths = {1024};
-    std::vector<DType> dtypes = {DType::Q4_0, DType::Q8_0, DType::Q5_0};
-    if (k.wide) {
-      widths = {1024, 1280, 11008};
-      dtypes = {DType::Q4_0};
-    }
-    for (DType dtype : dtypes)
-      for (uint32_t nCols : widths)
-        for (uint32_t rows : {1u, 37u, 130u}) {
-          if (nCols > 2048 && rows != 37)
-            continue;
-          check(ops::quantizedMatmul(slot(0), slot(1), slot(2), rows, nCols, dtype),
-                std::string("quantized_matmul ") + dtypeName(dtype) + " " + str(rows) + "x" +
-                    str(nCols) + ", " + knobs,
-                0, rows, &t);
-        }
+                        (k.split ? " split unroll " + str(k.unroll) : "");
+    for (DType dtype : {DType::Q4_0, DType::Q8_0, DType::Q5_0})
+      for (uint32_t rows : {1u, 37u, 130u})
+        check(ops::quantizedMatmul(slot(0), slot(1), slot(2), rows, 1024, dtype),
+              std::string("quantized_matmul ") + dtypeName(dtype) + " " + str(rows) + "x1024, " +
+                  knobs,
+              0, rows, &t);
   }
 }
 
 TEST_F(SpirvKernelTest, FusedRmsNormQuantizedMatmul) {
-  // rms_norm(x=0, g=1, xn=2) -> quantized_matmul(W=3, xn=2, out=4) in the pair, split and wide
-  // schedules (Q4_0, Q8_0), at an even and an odd number of blocks per row.
-  for (int schedule : {0, 1, 2}) {
-    split_ = schedule >= 1;
-    wide_ = schedule == 2;
-    const char *name = schedule == 0 ? "" : schedule == 1 ? " split" : " wide";
+  // rms_norm(x=0, g=1, xn=2) -> quantized_matmul(W=3, xn=2, out=4), with and without split
+  // blocks (Q4_0, Q8_0), at an even and an odd number of blocks per row.
+  for (bool split : {false, true}) {
+    split_ = split;
     for (DType dtype : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::F16})
       for (uint32_t nCols : {256u, 1024u, 96u * 32u + 32u}) {
         uint32_t rows = 37;
@@ -428,26 +406,21 @@ TEST_F(SpirvKernelTest, FusedRmsNormQuantizedMatmul) {
                     ops::quantizedMatmul(slot(3), slot(2), slot(4), rows, nCols, dtype)},
                    1, {2, 4},
                    std::string("rms_norm -> quantized_matmul ") + dtypeName(dtype) + " " +
-                       str(nCols) + name);
+                       str(nCols) + (split ? " split" : ""));
       }
   }
-  split_ = wide_ = true;
+  split_ = true;
 }
 
 TEST_F(SpirvKernelTest, FusedQuantizedMatmulEpilogues) {
   // Residual: quantized_matmul(W=0, x=1, y=2) -> add(y=2, residual=3, out=4).
-  // Pair and split schedules at 17 blocks per row, the wide one at 16.
-  for (int schedule : {0, 1, 2}) {
-    split_ = schedule >= 1;
-    wide_ = schedule == 2;
-    checkFused({ops::quantizedMatmul(slot(0), slot(1), slot(2), 70, schedule == 2 ? 512 : 544,
-                                     DType::Q4_0),
+  for (bool split : {false, true}) {
+    split_ = split;
+    checkFused({ops::quantizedMatmul(slot(0), slot(1), slot(2), 70, 512 + 32 * split, DType::Q4_0),
                 ops::add(slot(2), slot(3), slot(4), 70)},
-               0, {2, 4},
-               std::string("quantized_matmul -> add") +
-                   (schedule == 0 ? "" : schedule == 1 ? " split" : " wide"));
+               0, {2, 4}, std::string("quantized_matmul -> add") + (split ? " split" : ""));
   }
-  split_ = wide_ = true;
+  split_ = true;
   // SwiGLU's tail on the gate: silu(gate) * up.
   checkFused({ops::quantizedMatmul(slot(0), slot(1), slot(2), 70, 256, DType::Q6_K),
               ops::silu(slot(2), slot(3), 70), ops::elementMul(slot(3), slot(4), slot(5), 70)},

@@ -38,6 +38,10 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps) {
   target.storage16 = caps.storageBuffer16BitAccess;
   target.float16 = caps.shaderFloat16;
   target.intDot = caps.integerDotProduct;
+  target.maxSharedMemoryBytes = caps.maxComputeSharedMemorySize;
+  // SINTER_PRECISE=1 keeps activations in f32, as on the CPU.
+  if (const char *precise = std::getenv("SINTER_PRECISE"); precise && std::string(precise) == "1")
+    target.qmatmulIntDot = false;
   target.maxWorkgroupInvocations = caps.maxComputeWorkGroupInvocations;
   // SINTER_VK_QMATMUL="rows=4,wg=256,step=4": quantized_matmul schedule overrides, for tuning.
   if (const char *env = std::getenv("SINTER_VK_QMATMUL"))
@@ -47,6 +51,8 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps) {
         target.qmatmulGenericDecode = true;
       if (kv.first == "split")
         target.qmatmulSplitBlocks = kv.second == "1";
+      if (kv.first == "dot")
+        target.qmatmulIntDot = kv.second != "0";
       if (kv.first == "nonwritable")
         target.readOnlyBindings = kv.second != "0";
       uint32_t v = 0;

@@ -100,6 +100,16 @@ KernelPlan planKernel(const OpShape &op, const SpirvTarget &target) {
                              ? target.qmatmulUnroll
                              : kDefaultSplitUnroll;
     }
+    // int8 x in workgroup memory: n_cols bytes of quants and 4 or 8 bytes a block of scales.
+    if (plan.splitWords > 0 && target.intDot && target.qmatmulIntDot && op.isStatic(1) &&
+        lanes >= 8) {
+      uint64_t shared = op.ints[1] + op.ints[1] / 32 * 8 + 4 * (maxGroup / lanes);
+      if (shared <= target.maxSharedMemoryBytes) {
+        plan.intDotX = true;
+        // Each workgroup quantizes all of x: 8 subgroups share that cost.
+        plan.workgroupSize = std::min<uint32_t>(8 * lanes, maxGroup);
+      }
+    }
     if (target.qmatmulWorkgroup >= lanes && target.qmatmulWorkgroup % lanes == 0)
       plan.workgroupSize = std::min(target.qmatmulWorkgroup, maxGroup);
     // A row of few steps (a 4096-column K-quant row has 16 blocks) leaves lanes idle: give it
@@ -246,9 +256,15 @@ private:
 };
 
 std::string targetEnvText(const SpirvTarget &t) {
+  // Integer dot products where the device has them (spirv-update-vce keeps only what a kernel
+  // uses).
+  const char *dot = t.intDot ? ", DotProduct, DotProductInput4x8BitPacked" : "";
+  const char *dotExtension = t.intDot ? ", SPV_KHR_integer_dot_product" : "";
   return absl::StrCat(
       "#spirv.target_env<#spirv.vce<v1.3, [Shader, GroupNonUniform, GroupNonUniformArithmetic, "
-      "GroupNonUniformShuffle, GroupNonUniformBallot], [SPV_KHR_storage_buffer_storage_class]>, "
+      "GroupNonUniformShuffle, GroupNonUniformBallot",
+      dot, "], [SPV_KHR_storage_buffer_storage_class", dotExtension,
+      "]>, "
       "api=Vulkan, #spirv.resource_limits<max_compute_workgroup_invocations = ",
       t.maxWorkgroupInvocations, ", max_compute_workgroup_size = [", t.maxWorkgroupInvocations,
       ", 1, 1], subgroup_size = ", t.subgroupSize, ">>");

@@ -27,7 +27,7 @@ struct SpirvTarget {
   bool storage8 = false;  ///< storageBuffer8BitAccess (not used yet: buffers are read as u32)
   bool storage16 = false; ///< storageBuffer16BitAccess (not used yet)
   bool float16 = false;   ///< shaderFloat16 (not used yet: halves are widened with integer ops)
-  bool intDot = false;    ///< shaderIntegerDotProduct (not used yet)
+  bool intDot = false;    ///< shaderIntegerDotProduct (quantized_matmul's int8 x, qmatmulIntDot)
   uint32_t maxWorkgroupInvocations = 1024;
   /// Run spirv-opt's performance passes on the serialized module (validated before and after).
   bool optimize = true;
@@ -49,6 +49,12 @@ struct SpirvTarget {
   /// Split schedule: blocks a lane loads before computing them (1..4; 0: the built-in choice,
   /// `unroll=N`).
   uint32_t qmatmulUnroll = 0;
+  /// Q4_0/Q8_0 on a device with integer dot products (intDot): quantize x to int8 per block of
+  /// 32 in workgroup memory and multiply 4 quants at a time (SEMANTICS.md's 5e-4 bound for
+  /// quantized activations). `dot=0` or SINTER_PRECISE=1 keeps x in f32.
+  bool qmatmulIntDot = true;
+  /// maxComputeSharedMemorySize: workgroup memory a kernel may declare (Vulkan's minimum).
+  uint32_t maxSharedMemoryBytes = 16384;
   /// Attention over heads: the most invocations per workgroup (0: 1024; `attnwg=N`).
   uint32_t attentionWorkgroup = 0;
   /// Decorate quantized_matmul's W and x (or its norm prologue's in and weight) and attention's

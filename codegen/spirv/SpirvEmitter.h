@@ -45,6 +45,9 @@ struct KernelPlan {
   uint32_t splitWords = 0;
   /// Split schedule: blocks a lane loads before it computes any of them.
   uint32_t splitUnroll = 1;
+  /// Split schedule with x quantized to int8 in workgroup memory and integer dot products
+  /// (SpirvTarget::qmatmulIntDot where the device has them).
+  bool intDotX = false;
   /// u32 words of the push-constant block (the op's integer arguments).
   uint32_t pushConstantWords = 0;
 };

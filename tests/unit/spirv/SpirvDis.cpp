@@ -2,7 +2,7 @@
 //
 //   sinter-spirv-dis <op> [int ...] [--dtype=Q4_0] [--scalar=1e-5] [--params=MASK]
 //                    [--subgroup=32] [--no-opt] [--rms-prologue] [--epilogue=add,silu,...]
-//                    [--attention]
+//                    [--attention] [--int-dot]
 //
 // <op> is SEMANTICS.md's name (rms_norm, quantized_matmul, ...), the integers are the op's in
 // order, MASK (binary or decimal) marks those read at run time. The output is a header of
@@ -10,6 +10,7 @@
 // Fused kernels: --rms-prologue puts an rms_norm of n_cols elements before a quantized_matmul,
 // --epilogue chains element-wise ops after it; --attention makes an attn_score the anchor of the
 // attention kernel over heads (softmax and attn_value of the same head_dim as its epilogue).
+// --int-dot builds for a device with integer dot products (32 KB of workgroup memory).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -31,7 +32,7 @@ int usage(const char *message) {
   std::fprintf(stderr,
                "sinter-spirv-dis: %s\nusage: sinter-spirv-dis <op> [int ...] "
                "[--dtype=NAME] [--scalar=F] [--params=MASK] [--subgroup=N] [--no-opt] "
-               "[--rms-prologue] [--epilogue=OPS] [--attention]\n",
+               "[--rms-prologue] [--epilogue=OPS] [--attention] [--int-dot]\n",
                message);
   return 2;
 }
@@ -92,6 +93,9 @@ int main(int argc, char **argv) {
                                                     v[0] == '0' && v[1] == 'b' ? 2 : 10));
     } else if (const char *v = value("--subgroup=")) {
       target.subgroupSize = static_cast<uint32_t>(std::strtoul(v, nullptr, 10));
+    } else if (arg == "--int-dot") {
+      target.intDot = true;
+      target.maxSharedMemoryBytes = 32768;
     } else if (arg == "--no-opt") {
       target.optimize = false;
     } else if (arg == "--rms-prologue") {

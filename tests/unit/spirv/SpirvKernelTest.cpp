@@ -57,22 +57,26 @@ protected:
     t.subgroupSize = runner_->subgroupSize();
     t.maxWorkgroupInvocations = std::min<uint32_t>(runner_->maxWorkgroupInvocations(), 1024);
     t.qmatmulSplitBlocks = split_;
+    t.intDot = runner_->intDot();
+    t.qmatmulIntDot = intDot_;
+    t.maxSharedMemoryBytes = runner_->maxSharedMemory();
     t.attentionWorkgroup = attentionWorkgroup_;
     return t;
   }
 
   /// Builds `op` (the integers of `paramMask` read at run time), runs it and the reference on
   /// equal random buffers, and compares.
+  /// `tolerance` 0: toleranceOf the kernel.
   void check(const OpCall &op, const std::string &what, uint8_t paramMask = 0, uint32_t seed = 1,
-             const SpirvTarget *custom = nullptr) {
+             const SpirvTarget *custom = nullptr, double tolerance = 0) {
     // Kernels are cached by key: the row counts of one shape share a kernel, as in the runtime.
     codegen::KernelSpec spec = codegen::singleOpSpec(op, paramMask);
     SpirvTarget t = custom ? *custom : target();
     std::string key =
         spec.key() + "/" + std::to_string(t.qmatmulRows) + "/" +
         std::to_string(t.qmatmulWorkgroup) + "/" + std::to_string(t.qmatmulBlocksPerStep) +
-        (t.qmatmulGenericDecode ? "/generic" : "") + (t.qmatmulSplitBlocks ? "/split" : "") + "/" +
-        std::to_string(t.qmatmulUnroll);
+        (t.qmatmulGenericDecode ? "/generic" : "") + (t.qmatmulSplitBlocks ? "/split" : "") +
+        (t.qmatmulIntDot ? "/dot" : "") + "/" + std::to_string(t.qmatmulUnroll);
     auto cached = kernels_->find(key);
     if (cached == kernels_->end()) {
       absl::StatusOr<SpirvKernel> built = codegen::buildSpirvKernel(spec, t);
@@ -100,7 +104,22 @@ protected:
     absl::Status status = runner_->run(d, out.bytes);
     ASSERT_TRUE(status.ok()) << what << ": " << status;
     runReference(op, ref);
-    expectSameResults(op, out, ref, what);
+    expectSameResults(op, out, ref, what, tolerance > 0 ? tolerance : toleranceOf(k->words));
+  }
+
+  /// SEMANTICS.md's bound: 5e-4 for a kernel that quantizes x (integer dot products), else 1e-7.
+  static double toleranceOf(const std::vector<uint32_t> &words) {
+    return usesIntDot(words) ? kQuantizedActivationTolerance : kF32Tolerance;
+  }
+  /// True when the module has an OpSDot or OpSUDot instruction.
+  static bool usesIntDot(const std::vector<uint32_t> &words) {
+    for (size_t i = 5; i < words.size();) {
+      uint32_t opcode = words[i] & 0xffff, count = words[i] >> 16;
+      if (opcode == 4450 || opcode == 4452)
+        return true;
+      i += std::max<uint32_t>(count, 1);
+    }
+    return false;
   }
 
   /// Runs the fused kernel of `members` (prologue, anchor at `anchor`, epilogue; slot handles)
@@ -172,7 +191,7 @@ protected:
         uint32_t s = slotOfOperand(op, a.bufferIndex);
         std::vector<float> of = bytesFloats({out.bytes[s].data() + a.offset, a.size});
         std::vector<float> rf = bytesFloats({ref.bytes[s].data() + a.offset, a.size});
-        EXPECT_TRUE(nmseWithin<float>(of, rf, kF32Tolerance))
+        EXPECT_TRUE(nmseWithin<float>(of, rf, toleranceOf(k->words)))
             << what << ": " << opInfo(op.kind).name << "'s output, slot " << s;
         for (uint64_t b = a.offset; b < a.offset + a.size; ++b)
           written[s][b] = true;
@@ -258,6 +277,8 @@ protected:
   static std::string *skipReason_;
   /// target()'s SpirvTarget::qmatmulSplitBlocks (the default, true, unless a test changes it).
   bool split_ = true;
+  /// target()'s SpirvTarget::qmatmulIntDot (int8 x where the device has integer dot products).
+  bool intDot_ = true;
   /// target()'s SpirvTarget::attentionWorkgroup.
   uint32_t attentionWorkgroup_ = 0;
   static std::map<std::string, SpirvKernel> *kernels_;
@@ -363,16 +384,31 @@ TEST_F(SpirvKernelTest, QuantizedMatmulScheduleOverrides) {
     bool generic = false;
     bool split = true;
     uint32_t unroll = 0;
+    bool dot = false;
   };
-  // The pair-per-lane schedule (split off), then the split one.
+  // The pair-per-lane schedule (split off), the split one, then split with int8 x (where the
+  // device has integer dot products; f32 x elsewhere).
   const uint32_t s = target().subgroupSize;
-  for (Knobs k : {Knobs{1, 0, 0, false, false}, Knobs{4, 0, 0, false, false},
-                  Knobs{8, 2 * s, 0, false, false}, Knobs{0, 0, 4, false, false},
-                  Knobs{4, 0, 4, false, false}, Knobs{2, 4 * s, 0, false, false},
-                  Knobs{1, s, 4, false, false}, Knobs{0, 0, 0, true, false},
-                  Knobs{4, 0, 4, true, false}, Knobs{0, 0, 0}, Knobs{1, 0, 0}, Knobs{4, 0, 0},
-                  Knobs{8, 2 * s, 0}, Knobs{0, 0, 0, false, true, 2},
-                  Knobs{2, 0, 0, false, true, 3}, Knobs{4, 0, 0, false, true, 4}}) {
+  for (Knobs k : {Knobs{1, 0, 0, false, false},
+                  Knobs{4, 0, 0, false, false},
+                  Knobs{8, 2 * s, 0, false, false},
+                  Knobs{0, 0, 4, false, false},
+                  Knobs{4, 0, 4, false, false},
+                  Knobs{2, 4 * s, 0, false, false},
+                  Knobs{1, s, 4, false, false},
+                  Knobs{0, 0, 0, true, false},
+                  Knobs{4, 0, 4, true, false},
+                  Knobs{0, 0, 0},
+                  Knobs{1, 0, 0},
+                  Knobs{4, 0, 0},
+                  Knobs{8, 2 * s, 0},
+                  Knobs{0, 0, 0, false, true, 2},
+                  Knobs{2, 0, 0, false, true, 3},
+                  Knobs{4, 0, 0, false, true, 4},
+                  Knobs{0, 0, 0, false, true, 0, true},
+                  Knobs{1, 0, 0, false, true, 0, true},
+                  Knobs{4, 2 * s, 0, false, true, 0, true},
+                  Knobs{2, s, 0, false, true, 0, true}}) {
     SpirvTarget t = target();
     t.qmatmulRows = k.rows;
     t.qmatmulWorkgroup = k.workgroup;
@@ -380,9 +416,11 @@ TEST_F(SpirvKernelTest, QuantizedMatmulScheduleOverrides) {
     t.qmatmulGenericDecode = k.generic;
     t.qmatmulSplitBlocks = k.split;
     t.qmatmulUnroll = k.unroll;
+    t.qmatmulIntDot = k.dot;
     std::string knobs = "rows " + str(k.rows) + " wg " + str(k.workgroup) + " step " + str(k.step) +
                         (k.generic ? " decode generic" : "") +
-                        (k.split ? " split unroll " + str(k.unroll) : "");
+                        (k.split ? " split unroll " + str(k.unroll) : "") +
+                        (k.dot ? " int8 x" : "");
     for (DType dtype : {DType::Q4_0, DType::Q8_0, DType::Q5_0})
       for (uint32_t rows : {1u, 37u, 130u})
         check(ops::quantizedMatmul(slot(0), slot(1), slot(2), rows, 1024, dtype),
@@ -392,35 +430,69 @@ TEST_F(SpirvKernelTest, QuantizedMatmulScheduleOverrides) {
   }
 }
 
+TEST_F(SpirvKernelTest, QuantizedMatmulIntDot) {
+  if (!runner_->intDot())
+    GTEST_SKIP() << runner_->deviceName() << " has no integer dot products";
+  // Q4_0 and Q8_0 matrices of 64 rows or more quantize x to int8 and use SDot/SUDot (5e-4),
+  // fewer rows keep f32 x in the same kernel (1e-7); 97 blocks a row make unaligned rows, 344
+  // blocks (11008 columns) several passes; x too large for workgroup memory keeps f32.
+  for (DType dtype : {DType::Q4_0, DType::Q8_0})
+    for (uint32_t nCols : {256u, 3104u, 11008u})
+      for (uint32_t rows : {1u, 63u, 64u, 130u}) {
+        if (nCols > 4096 && rows != 64)
+          continue;
+        OpCall op = ops::quantizedMatmul(slot(0), slot(1), slot(2), rows, nCols, dtype);
+        absl::StatusOr<SpirvKernel> k =
+            codegen::buildSpirvKernel(codegen::singleOpSpec(op, 0), target());
+        ASSERT_TRUE(k.ok()) << k.status();
+        EXPECT_TRUE(usesIntDot(k->words)) << dtypeName(dtype) << " " << nCols;
+        check(op, std::string("int8 x ") + dtypeName(dtype) + " " + str(rows) + "x" + str(nCols), 0,
+              rows, nullptr, rows < 64 ? kF32Tolerance : kQuantizedActivationTolerance);
+      }
+  SpirvTarget small = target();
+  small.maxSharedMemoryBytes = 4096;
+  OpCall wide = ops::quantizedMatmul(slot(0), slot(1), slot(2), 70, 4096, DType::Q4_0);
+  absl::StatusOr<SpirvKernel> k = codegen::buildSpirvKernel(codegen::singleOpSpec(wide, 0), small);
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_FALSE(usesIntDot(k->words)) << "4096 columns need 5 KB of workgroup memory";
+  check(wide, "f32 x past the workgroup memory", 0, 1, &small);
+}
+
 TEST_F(SpirvKernelTest, FusedRmsNormQuantizedMatmul) {
   // rms_norm(x=0, g=1, xn=2) -> quantized_matmul(W=3, xn=2, out=4), with and without split
-  // blocks (Q4_0, Q8_0), at an even and an odd number of blocks per row.
-  for (bool split : {false, true}) {
+  // blocks (Q4_0, Q8_0), then split with int8 x, at an even and an odd number of blocks per row.
+  for (int schedule : {0, 1, 2}) {
+    const bool split = schedule >= 1;
     split_ = split;
+    intDot_ = schedule == 2;
     for (DType dtype : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::F16})
       for (uint32_t nCols : {256u, 1024u, 96u * 32u + 32u}) {
-        uint32_t rows = 37;
+        uint32_t rows = 70; // 64 or more: int8 x where the schedule has it
         if (nCols % dtypeInfo(dtype).blockSize != 0)
           continue;
         checkFused({ops::rmsNorm(slot(0), slot(1), slot(2), nCols, 1e-5f),
                     ops::quantizedMatmul(slot(3), slot(2), slot(4), rows, nCols, dtype)},
                    1, {2, 4},
                    std::string("rms_norm -> quantized_matmul ") + dtypeName(dtype) + " " +
-                       str(nCols) + (split ? " split" : ""));
+                       str(nCols) + (split ? " split" : "") + (intDot_ ? " int8 x" : ""));
       }
   }
-  split_ = true;
+  split_ = intDot_ = true;
 }
 
 TEST_F(SpirvKernelTest, FusedQuantizedMatmulEpilogues) {
   // Residual: quantized_matmul(W=0, x=1, y=2) -> add(y=2, residual=3, out=4).
-  for (bool split : {false, true}) {
+  for (int schedule : {0, 1, 2}) {
+    const bool split = schedule >= 1;
     split_ = split;
+    intDot_ = schedule == 2;
     checkFused({ops::quantizedMatmul(slot(0), slot(1), slot(2), 70, 512 + 32 * split, DType::Q4_0),
                 ops::add(slot(2), slot(3), slot(4), 70)},
-               0, {2, 4}, std::string("quantized_matmul -> add") + (split ? " split" : ""));
+               0, {2, 4},
+               std::string("quantized_matmul -> add") + (split ? " split" : "") +
+                   (intDot_ ? " int8 x" : ""));
   }
-  split_ = true;
+  split_ = intDot_ = true;
   // SwiGLU's tail on the gate: silu(gate) * up.
   checkFused({ops::quantizedMatmul(slot(0), slot(1), slot(2), 70, 256, DType::Q6_K),
               ops::silu(slot(2), slot(3), 70), ops::elementMul(slot(3), slot(4), slot(5), 70)},

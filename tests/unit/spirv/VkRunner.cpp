@@ -101,6 +101,26 @@ absl::StatusOr<std::unique_ptr<VkRunner>> VkRunner::create() {
     return absl::UnavailableError(
         absl::StrCat(r->deviceName_, " lacks subgroup arithmetic/shuffle in compute"));
 
+  r->maxSharedMemory_ = props.properties.limits.maxComputeSharedMemorySize;
+  // Integer dot products (quantized_matmul's int8 x) through VK_KHR_shader_integer_dot_product,
+  // where the device has it.
+  uint32_t extensionCount = 0;
+  vkEnumerateDeviceExtensionProperties(r->physical_, nullptr, &extensionCount, nullptr);
+  std::vector<VkExtensionProperties> extensions(extensionCount);
+  vkEnumerateDeviceExtensionProperties(r->physical_, nullptr, &extensionCount, extensions.data());
+  const char *dotExtension = VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME;
+  bool hasDot = false;
+  for (const VkExtensionProperties &e : extensions)
+    hasDot = hasDot || std::string(e.extensionName) == dotExtension;
+  VkPhysicalDeviceShaderIntegerDotProductFeatures dot{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
+  if (hasDot) {
+    VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    features.pNext = &dot;
+    vkGetPhysicalDeviceFeatures2(r->physical_, &features);
+    r->intDot_ = dot.shaderIntegerDotProduct;
+  }
+
   float priority = 1.0f;
   VkDeviceQueueCreateInfo queue{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
   queue.queueFamilyIndex = r->queueFamily_;
@@ -109,6 +129,11 @@ absl::StatusOr<std::unique_ptr<VkRunner>> VkRunner::create() {
   VkDeviceCreateInfo deviceInfo{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   deviceInfo.queueCreateInfoCount = 1;
   deviceInfo.pQueueCreateInfos = &queue;
+  if (r->intDot_) {
+    deviceInfo.pNext = &dot;
+    deviceInfo.enabledExtensionCount = 1;
+    deviceInfo.ppEnabledExtensionNames = &dotExtension;
+  }
   VK_TRY(vkCreateDevice(r->physical_, &deviceInfo, nullptr, &r->device_));
   vkGetDeviceQueue(r->device_, r->queueFamily_, 0, &r->queue_);
   VkCommandPoolCreateInfo poolInfo{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};

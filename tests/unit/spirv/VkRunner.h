@@ -39,6 +39,9 @@ public:
 
   uint32_t subgroupSize() const { return subgroupSize_; }
   uint32_t maxWorkgroupInvocations() const { return maxInvocations_; }
+  /// shaderIntegerDotProduct (enabled when the device has it) and maxComputeSharedMemorySize.
+  bool intDot() const { return intDot_; }
+  uint32_t maxSharedMemory() const { return maxSharedMemory_; }
   const std::string &deviceName() const { return deviceName_; }
   /// Validation-layer warnings and errors since the last call (cleared by it).
   std::vector<std::string> takeMessages();
@@ -59,6 +62,8 @@ private:
   VkCommandPool pool_ = VK_NULL_HANDLE;
   uint32_t subgroupSize_ = 0;
   uint32_t maxInvocations_ = 0;
+  bool intDot_ = false;
+  uint32_t maxSharedMemory_ = 0;
   std::string deviceName_;
   std::vector<std::string> messages_;
 };

@@ -133,8 +133,9 @@ TEST_F(VulkanFuzzTest, FusionFuzzGraphsAgreeWithTheReference) {
               n - first + 1, static_cast<unsigned long long>(s.dispatches),
               static_cast<unsigned long long>(s.fusedDispatches),
               static_cast<unsigned long long>(s.fusedFallbacks));
-  if (first == 1 && n >= 400) // the default graphs include fused launches; one seed may not
+  if (first == 1 && n >= 400) { // the default graphs include fused launches; one seed may not
     EXPECT_GT(s.fusedDispatches, 0u) << "the graphs exercise generated fused kernels";
+  }
   RecordProperty("graphs", n);
 }
 
@@ -169,8 +170,9 @@ TEST_P(VulkanSyntheticDecode, LogitsAgreeWithTheReference) {
         << "position " << pos;
     EXPECT_TRUE(test::nmseWithin<float>(f32, want, test::kF32Tolerance))
         << "SINTER_PRECISE=1, position " << pos;
-    if (int8)
+    if (int8) {
       EXPECT_NE(got, f32) << "int8 x changes the logits (position " << pos << ")";
+    }
   }
   runtime::vulkan::VulkanCompilerStats s = stats->get();
   EXPECT_EQ(s.fusedFallbacks, 0u);

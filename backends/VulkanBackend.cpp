@@ -53,6 +53,8 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps) {
         target.qmatmulSplitBlocks = kv.second == "1";
       if (kv.first == "dot")
         target.qmatmulIntDot = kv.second != "0";
+      if (kv.first == "prefetch")
+        target.qmatmulPrefetch = kv.second != "0";
       if (kv.first == "nonwritable")
         target.readOnlyBindings = kv.second != "0";
       uint32_t v = 0;

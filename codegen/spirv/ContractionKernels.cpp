@@ -10,6 +10,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "codegen/ElementwiseMath.h"
@@ -214,10 +215,81 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, Value x4, Value g4, Value 
   const uint32_t subgroupLanes = e.target.subgroupSize;
   const int64_t subgroups = e.plan.workgroupSize / subgroupLanes;
   Value w = e.buffer(0);
-  Value xq = workgroupArray(e, e.i32(), vectors), xd = workgroupArray(e, e.f32(), blocks);
-  Value xz = q4 ? workgroupArray(e, e.f32(), blocks) : Value();
   Value partials = g4 ? workgroupArray(e, e.f32(), subgroups) : Value();
   auto c32 = [&](int64_t v) { return e.c32(v); };
+  Value word = e.remu(lane, e.ci(perBlock));
+  Value firstWord = e.ult(word, e.ci(1));
+  const bool alignedRows = (op.ints[1] / layout.blockWeights * layout.blockBytes) % 4 == 0;
+  llvm::SmallVector<Value, 8> rowWords;
+  for (int64_t r = 0; r < rows; ++r)
+    rowWords.push_back(e.divu(rowBases[r], e.ci(4)));
+  auto format = mlir::spirv::PackedVectorFormatAttr::get(
+      b.getContext(), mlir::spirv::PackedVectorFormat::PackedVectorFormat4x8Bit);
+  // A block's words of each row: the u32 holding d, and the two the quant word is cut from.
+  struct Loaded {
+    llvm::SmallVector<Value, 4> dRaw, lo, hi, dShift, shift;
+  };
+  auto loadW = [&](Value blk) {
+    Loaded l;
+    Value dRel = e.mul(blk, e.ci(layout.blockBytes));
+    Value qRel = e.add(dRel, e.add(e.ci(2), e.mul(word, e.ci(4))));
+    for (int64_t r = 0; r < rows; ++r) {
+      Value dByte = alignedRows ? dRel : e.add(rowBases[r], dRel);
+      Value qByte = alignedRows ? qRel : e.add(rowBases[r], qRel);
+      Value base = alignedRows ? rowWords[r] : e.ci(0);
+      l.dShift.push_back(e.toI32(e.mul(e.remu(dByte, e.ci(4)), e.ci(8))));
+      l.shift.push_back(e.toI32(e.mul(e.remu(qByte, e.ci(4)), e.ci(8))));
+      Value qIndex = e.add(base, e.divu(qByte, e.ci(4)));
+      l.dRaw.push_back(e.load(w, e.add(base, e.divu(dByte, e.ci(4)))));
+      l.lo.push_back(e.load(w, qIndex));
+      l.hi.push_back(e.load(w, e.add(qIndex, e.ci(1))));
+    }
+    return l;
+  };
+  // Adds block blk's products (its words in `l`) to each row's sum.
+  Value xq, xd, xz;
+  auto addBlock = [&](Value blk, const Loaded &l, llvm::SmallVector<Value> next) {
+    Value xa = e.load(xq, e.add(e.mul(blk, e.ci(8)), word));
+    Value xb = q4 ? e.load(xq, e.add(e.mul(blk, e.ci(8)), e.add(word, e.ci(4)))) : Value();
+    Value dx = e.load(xd, blk);
+    Value zero = q4 ? e.select(firstWord, e.load(xz, blk), e.cf(0.0)) : Value();
+    for (int64_t r = 0; r < rows; ++r) {
+      Value dBits = b.create<arith::AndIOp>(
+          e.loc, b.create<arith::ShRUIOp>(e.loc, l.dRaw[r], l.dShift[r]), c32(0xffff));
+      Value scale = halfBitsToF32(e, dBits);
+      // A funnel shift of the two words ((hi << 16) << (16 - s) is 0 when s == 0).
+      Value q = b.create<arith::OrIOp>(
+          e.loc, b.create<arith::ShRUIOp>(e.loc, l.lo[r], l.shift[r]),
+          b.create<arith::ShLIOp>(e.loc, b.create<arith::ShLIOp>(e.loc, l.hi[r], c32(16)),
+                                  b.create<arith::SubIOp>(e.loc, c32(16), l.shift[r])));
+      Value dot;
+      if (q4) {
+        Value qlo = b.create<arith::AndIOp>(e.loc, q, c32(0x0f0f0f0f));
+        Value qhi = b.create<arith::AndIOp>(e.loc, b.create<arith::ShRUIOp>(e.loc, q, c32(4)),
+                                            c32(0x0f0f0f0f));
+        dot = b.create<arith::AddIOp>(
+            e.loc, b.create<mlir::spirv::SUDotOp>(e.loc, e.i32(), xa, qlo, format),
+            b.create<mlir::spirv::SUDotOp>(e.loc, e.i32(), xb, qhi, format));
+      } else {
+        dot = b.create<mlir::spirv::SDotOp>(e.loc, e.i32(), xa, q, format);
+      }
+      Value part = e.fmul(b.create<arith::SIToFPOp>(e.loc, e.f32(), dot), dx);
+      if (q4)
+        part = b.create<arith::SubFOp>(e.loc, part, zero);
+      next[r] = e.fma(part, scale, next[r]);
+    }
+    return next;
+  };
+  // 0. The lane's first block of W is loaded before x is quantized (SpirvTarget::qmatmulPrefetch),
+  // so that its memory latency and the quantization's overlap; past the end it reads the last
+  // block and adds nothing.
+  std::optional<Loaded> prefetched;
+  Value clampedFirst = e.minu(e.divu(lane, e.ci(perBlock)), e.sub(nBlocks, e.ci(1)));
+  if (e.target.qmatmulPrefetch)
+    prefetched = loadW(clampedFirst);
+  xq = workgroupArray(e, e.i32(), vectors);
+  xd = workgroupArray(e, e.f32(), blocks);
+  xz = q4 ? workgroupArray(e, e.f32(), blocks) : Value();
   // 1. x: vector v by invocation v mod T, every invocation making the same number of passes
   // so that the 8 lanes of a block (aligned: T is a multiple of 8) all reach the shuffles.
   Value tid = e.threadId(), threads = e.ci(e.plan.workgroupSize);
@@ -278,59 +350,23 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, Value x4, Value g4, Value 
                           return llvm::SmallVector<Value>{e.fadd(it[0], e.load(partials, j))};
                         })[0];
   // 2. W: the split schedule's words, lane l taking word l % W of blocks l / W, l / W + L / W...
-  Value word = e.remu(lane, e.ci(perBlock));
-  Value firstWord = e.ult(word, e.ci(1));
-  const bool alignedRows = (op.ints[1] / layout.blockWeights * layout.blockBytes) % 4 == 0;
-  llvm::SmallVector<Value, 8> rowWords;
-  for (int64_t r = 0; r < rows; ++r)
-    rowWords.push_back(e.divu(rowBases[r], e.ci(4)));
   llvm::SmallVector<Value, 4> inits(rows, e.cf(0.0));
-  auto format = mlir::spirv::PackedVectorFormatAttr::get(
-      b.getContext(), mlir::spirv::PackedVectorFormat::PackedVectorFormat4x8Bit);
-  auto accs = e.forLoop(
-      e.divu(lane, e.ci(perBlock)), nBlocks, e.ci(lanes / perBlock), inits,
-      [&](Value blk, mlir::ValueRange iters) {
-        llvm::SmallVector<Value> next(iters.begin(), iters.end());
-        Value xa = e.load(xq, e.add(e.mul(blk, e.ci(8)), word));
-        Value xb = q4 ? e.load(xq, e.add(e.mul(blk, e.ci(8)), e.add(word, e.ci(4)))) : Value();
-        Value dx = e.load(xd, blk);
-        Value zero = q4 ? e.select(firstWord, e.load(xz, blk), e.cf(0.0)) : Value();
-        Value dRel = e.mul(blk, e.ci(layout.blockBytes));
-        Value qRel = e.add(dRel, e.add(e.ci(2), e.mul(word, e.ci(4))));
-        for (int64_t r = 0; r < rows; ++r) {
-          Value dByte = alignedRows ? dRel : e.add(rowBases[r], dRel);
-          Value qByte = alignedRows ? qRel : e.add(rowBases[r], qRel);
-          Value base = alignedRows ? rowWords[r] : e.ci(0);
-          Value dShift = e.toI32(e.mul(e.remu(dByte, e.ci(4)), e.ci(8)));
-          Value sh = e.toI32(e.mul(e.remu(qByte, e.ci(4)), e.ci(8)));
-          Value qIndex = e.add(base, e.divu(qByte, e.ci(4)));
-          Value dRaw = e.load(w, e.add(base, e.divu(dByte, e.ci(4))));
-          Value lo = e.load(w, qIndex), hi = e.load(w, e.add(qIndex, e.ci(1)));
-          Value dBits = b.create<arith::AndIOp>(
-              e.loc, b.create<arith::ShRUIOp>(e.loc, dRaw, dShift), c32(0xffff));
-          Value scale = halfBitsToF32(e, dBits);
-          Value q = b.create<arith::OrIOp>(
-              e.loc, b.create<arith::ShRUIOp>(e.loc, lo, sh),
-              b.create<arith::ShLIOp>(e.loc, b.create<arith::ShLIOp>(e.loc, hi, c32(16)),
-                                      b.create<arith::SubIOp>(e.loc, c32(16), sh)));
-          Value dot;
-          if (q4) {
-            Value qlo = b.create<arith::AndIOp>(e.loc, q, c32(0x0f0f0f0f));
-            Value qhi = b.create<arith::AndIOp>(e.loc, b.create<arith::ShRUIOp>(e.loc, q, c32(4)),
-                                                c32(0x0f0f0f0f));
-            dot = b.create<arith::AddIOp>(
-                e.loc, b.create<mlir::spirv::SUDotOp>(e.loc, e.i32(), xa, qlo, format),
-                b.create<mlir::spirv::SUDotOp>(e.loc, e.i32(), xb, qhi, format));
-          } else {
-            dot = b.create<mlir::spirv::SDotOp>(e.loc, e.i32(), xa, q, format);
-          }
-          Value part = e.fmul(b.create<arith::SIToFPOp>(e.loc, e.f32(), dot), dx);
-          if (q4)
-            part = b.create<arith::SubFOp>(e.loc, part, zero);
-          next[r] = e.fma(part, scale, next[r]);
-        }
-        return next;
-      });
+  Value stride = e.ci(lanes / perBlock), firstBlock = e.divu(lane, e.ci(perBlock));
+  llvm::SmallVector<Value> accs;
+  if (prefetched) {
+    // The block loaded before quantizing x: its loads were in flight meanwhile.
+    Value live = e.ult(firstBlock, nBlocks);
+    llvm::SmallVector<Value> first =
+        addBlock(clampedFirst, *prefetched, llvm::SmallVector<Value>(inits.begin(), inits.end()));
+    for (int64_t r = 0; r < rows; ++r)
+      accs.push_back(e.select(live, first[r], inits[r]));
+    firstBlock = e.add(firstBlock, stride);
+  } else {
+    accs.assign(inits.begin(), inits.end());
+  }
+  accs = e.forLoop(firstBlock, nBlocks, stride, accs, [&](Value blk, mlir::ValueRange iters) {
+    return addBlock(blk, loadW(blk), llvm::SmallVector<Value>(iters.begin(), iters.end()));
+  });
   finish(accs, g4 ? squares : Value());
 }
 

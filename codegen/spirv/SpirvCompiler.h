@@ -53,6 +53,8 @@ struct SpirvTarget {
   /// 32 in workgroup memory and multiply 4 quants at a time (SEMANTICS.md's 5e-4 bound for
   /// quantized activations). `dot=0` or SINTER_PRECISE=1 keeps x in f32.
   bool qmatmulIntDot = true;
+  /// int8 x: load each lane's first block of W before quantizing x (`prefetch=0`: after).
+  bool qmatmulPrefetch = true;
   /// maxComputeSharedMemorySize: workgroup memory a kernel may declare (Vulkan's minimum).
   uint32_t maxSharedMemoryBytes = 16384;
   /// Attention over heads: the most invocations per workgroup (0: 1024; `attnwg=N`).

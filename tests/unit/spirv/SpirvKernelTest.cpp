@@ -72,11 +72,12 @@ protected:
     // Kernels are cached by key: the row counts of one shape share a kernel, as in the runtime.
     codegen::KernelSpec spec = codegen::singleOpSpec(op, paramMask);
     SpirvTarget t = custom ? *custom : target();
-    std::string key =
-        spec.key() + "/" + std::to_string(t.qmatmulRows) + "/" +
-        std::to_string(t.qmatmulWorkgroup) + "/" + std::to_string(t.qmatmulBlocksPerStep) +
-        (t.qmatmulGenericDecode ? "/generic" : "") + (t.qmatmulSplitBlocks ? "/split" : "") +
-        (t.qmatmulIntDot ? "/dot" : "") + "/" + std::to_string(t.qmatmulUnroll);
+    std::string key = spec.key() + "/" + std::to_string(t.qmatmulRows) + "/" +
+                      std::to_string(t.qmatmulWorkgroup) + "/" +
+                      std::to_string(t.qmatmulBlocksPerStep) +
+                      (t.qmatmulGenericDecode ? "/generic" : "") +
+                      (t.qmatmulSplitBlocks ? "/split" : "") + (t.qmatmulIntDot ? "/dot" : "") +
+                      (t.qmatmulPrefetch ? "" : "/late") + "/" + std::to_string(t.qmatmulUnroll);
     auto cached = kernels_->find(key);
     if (cached == kernels_->end()) {
       absl::StatusOr<SpirvKernel> built = codegen::buildSpirvKernel(spec, t);
@@ -385,6 +386,7 @@ TEST_F(SpirvKernelTest, QuantizedMatmulScheduleOverrides) {
     bool split = true;
     uint32_t unroll = 0;
     bool dot = false;
+    bool prefetch = true;
   };
   // The pair-per-lane schedule (split off), the split one, then split with int8 x (where the
   // device has integer dot products; f32 x elsewhere).
@@ -408,7 +410,8 @@ TEST_F(SpirvKernelTest, QuantizedMatmulScheduleOverrides) {
                   Knobs{0, 0, 0, false, true, 0, true},
                   Knobs{1, 0, 0, false, true, 0, true},
                   Knobs{4, 2 * s, 0, false, true, 0, true},
-                  Knobs{2, s, 0, false, true, 0, true}}) {
+                  Knobs{2, s, 0, false, true, 0, true},
+                  Knobs{0, 0, 0, false, true, 0, true, false}}) {
     SpirvTarget t = target();
     t.qmatmulRows = k.rows;
     t.qmatmulWorkgroup = k.workgroup;
@@ -417,10 +420,11 @@ TEST_F(SpirvKernelTest, QuantizedMatmulScheduleOverrides) {
     t.qmatmulSplitBlocks = k.split;
     t.qmatmulUnroll = k.unroll;
     t.qmatmulIntDot = k.dot;
+    t.qmatmulPrefetch = k.prefetch;
     std::string knobs = "rows " + str(k.rows) + " wg " + str(k.workgroup) + " step " + str(k.step) +
                         (k.generic ? " decode generic" : "") +
                         (k.split ? " split unroll " + str(k.unroll) : "") +
-                        (k.dot ? " int8 x" : "");
+                        (k.dot ? " int8 x" : "") + (k.prefetch ? "" : " no prefetch");
     for (DType dtype : {DType::Q4_0, DType::Q8_0, DType::Q5_0})
       for (uint32_t rows : {1u, 37u, 130u})
         check(ops::quantizedMatmul(slot(0), slot(1), slot(2), rows, 1024, dtype),

@@ -280,9 +280,9 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, Value x4, Value g4, Value 
     }
     return next;
   };
-  // 0. The lane's first block of W is loaded before x is quantized (SpirvTarget::qmatmulPrefetch),
-  // so that its memory latency and the quantization's overlap; past the end it reads the last
-  // block and adds nothing.
+  // 0. With SpirvTarget::qmatmulPrefetch the lane's first block of W is loaded before x is
+  // quantized, so that its memory latency and the quantization's overlap (on the H200 it gained
+  // nothing); past the end it reads the last block and adds nothing.
   std::optional<Loaded> prefetched;
   Value clampedFirst = e.minu(e.divu(lane, e.ci(perBlock)), e.sub(nBlocks, e.ci(1)));
   if (e.target.qmatmulPrefetch)

@@ -53,8 +53,10 @@ struct SpirvTarget {
   /// 32 in workgroup memory and multiply 4 quants at a time (SEMANTICS.md's 5e-4 bound for
   /// quantized activations). `dot=0` or SINTER_PRECISE=1 keeps x in f32.
   bool qmatmulIntDot = true;
-  /// int8 x: load each lane's first block of W before quantizing x (`prefetch=0`: after).
-  bool qmatmulPrefetch = true;
+  /// int8 x: load each lane's first block of W before quantizing x (`prefetch=1`). Off: on the
+  /// H200, side by side, it gained nothing (llama-7b 148.3 and 150.2 tokens/s against 150.6 and
+  /// 160.8 without, alternating).
+  bool qmatmulPrefetch = false;
   /// maxComputeSharedMemorySize: workgroup memory a kernel may declare (Vulkan's minimum).
   uint32_t maxSharedMemoryBytes = 16384;
   /// Attention over heads: the most invocations per workgroup (0: 1024; `attnwg=N`).

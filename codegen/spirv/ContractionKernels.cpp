@@ -185,6 +185,64 @@ Value fastBlockDot(Emitter &e, DType dtype, llvm::ArrayRef<Value> words, llvm::A
   return combineSums(e, sums);
 }
 
+// One block of the split schedule in each of a lane's rows: the u32 holding the block's f16 d
+// (at bit dShift) and the two u32s its quant word is cut from (at bit shift).
+struct SplitWords {
+  llvm::SmallVector<Value, 8> dRaw, lo, hi, dShift, shift;
+};
+
+// Loads quant word `word` of block `blk` of each row (byte offsets rowBases, u32 offsets
+// rowWords). When rows start at 4-byte boundaries (static n_cols, even block count) the shifts
+// are the same for every row and a row adds only its base.
+SplitWords loadSplitWords(Emitter &e, Value w, DType dtype, Value blk, Value word,
+                          llvm::ArrayRef<Value> rowBases, llvm::ArrayRef<Value> rowWords,
+                          bool alignedRows) {
+  const int64_t blockBytes = quantLayout(dtype).blockBytes;
+  SplitWords l;
+  Value dRel = e.mul(blk, e.ci(blockBytes));
+  Value qRel = e.add(dRel, e.add(e.ci(2), e.mul(word, e.ci(4))));
+  Value dShiftRel = e.toI32(e.mul(e.remu(dRel, e.ci(4)), e.ci(8)));
+  Value sRel = e.toI32(e.mul(e.remu(qRel, e.ci(4)), e.ci(8)));
+  Value dWordRel = e.divu(dRel, e.ci(4)), qWordRel = e.divu(qRel, e.ci(4));
+  for (size_t r = 0; r < rowBases.size(); ++r) {
+    Value dIndex, qIndex;
+    if (alignedRows) {
+      dIndex = e.add(rowWords[r], dWordRel);
+      qIndex = e.add(rowWords[r], qWordRel);
+      l.dShift.push_back(dShiftRel);
+      l.shift.push_back(sRel);
+    } else {
+      Value blockByte = e.add(rowBases[r], dRel);
+      Value qByte = e.add(rowBases[r], qRel);
+      dIndex = e.divu(blockByte, e.ci(4));
+      l.dShift.push_back(e.toI32(e.mul(e.remu(blockByte, e.ci(4)), e.ci(8))));
+      qIndex = e.divu(qByte, e.ci(4));
+      l.shift.push_back(e.toI32(e.mul(e.remu(qByte, e.ci(4)), e.ci(8))));
+    }
+    l.dRaw.push_back(e.load(w, dIndex)); // d: the u16 at the block's start
+    l.lo.push_back(e.load(w, qIndex));   // the quant word at byte 2 + 4 k
+    l.hi.push_back(e.load(w, e.add(qIndex, e.ci(1))));
+  }
+  return l;
+}
+
+// Row r's block scale d, as f32.
+Value splitScale(Emitter &e, const SplitWords &l, size_t r) {
+  mlir::OpBuilder &b = e.b;
+  return halfBitsToF32(
+      e, b.create<arith::AndIOp>(e.loc, b.create<arith::ShRUIOp>(e.loc, l.dRaw[r], l.dShift[r]),
+                                 e.c32(0xffff)));
+}
+
+// Row r's quant word: a funnel shift of its two words ((hi << 16) << (16 - s) is 0 when s == 0).
+Value splitQuantWord(Emitter &e, const SplitWords &l, size_t r) {
+  mlir::OpBuilder &b = e.b;
+  return b.create<arith::OrIOp>(
+      e.loc, b.create<arith::ShRUIOp>(e.loc, l.lo[r], l.shift[r]),
+      b.create<arith::ShLIOp>(e.loc, b.create<arith::ShLIOp>(e.loc, l.hi[r], e.c32(16)),
+                              b.create<arith::SubIOp>(e.loc, e.c32(16), l.shift[r])));
+}
+
 Value workgroupArray(Emitter &e, mlir::Type element, int64_t n) {
   auto type = mlir::MemRefType::get(
       {n}, element, mlir::AffineMap(),
@@ -225,43 +283,18 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, Value x4, Value g4, Value 
     rowWords.push_back(e.divu(rowBases[r], e.ci(4)));
   auto format = mlir::spirv::PackedVectorFormatAttr::get(
       b.getContext(), mlir::spirv::PackedVectorFormat::PackedVectorFormat4x8Bit);
-  // A block's words of each row: the u32 holding d, and the two the quant word is cut from.
-  struct Loaded {
-    llvm::SmallVector<Value, 4> dRaw, lo, hi, dShift, shift;
-  };
   auto loadW = [&](Value blk) {
-    Loaded l;
-    Value dRel = e.mul(blk, e.ci(layout.blockBytes));
-    Value qRel = e.add(dRel, e.add(e.ci(2), e.mul(word, e.ci(4))));
-    for (int64_t r = 0; r < rows; ++r) {
-      Value dByte = alignedRows ? dRel : e.add(rowBases[r], dRel);
-      Value qByte = alignedRows ? qRel : e.add(rowBases[r], qRel);
-      Value base = alignedRows ? rowWords[r] : e.ci(0);
-      l.dShift.push_back(e.toI32(e.mul(e.remu(dByte, e.ci(4)), e.ci(8))));
-      l.shift.push_back(e.toI32(e.mul(e.remu(qByte, e.ci(4)), e.ci(8))));
-      Value qIndex = e.add(base, e.divu(qByte, e.ci(4)));
-      l.dRaw.push_back(e.load(w, e.add(base, e.divu(dByte, e.ci(4)))));
-      l.lo.push_back(e.load(w, qIndex));
-      l.hi.push_back(e.load(w, e.add(qIndex, e.ci(1))));
-    }
-    return l;
+    return loadSplitWords(e, w, op.dtype, blk, word, rowBases, rowWords, alignedRows);
   };
   // Adds block blk's products (its words in `l`) to each row's sum.
   Value xq, xd, xz;
-  auto addBlock = [&](Value blk, const Loaded &l, llvm::SmallVector<Value> next) {
+  auto addBlock = [&](Value blk, const SplitWords &l, llvm::SmallVector<Value> next) {
     Value xa = e.load(xq, e.add(e.mul(blk, e.ci(8)), word));
     Value xb = q4 ? e.load(xq, e.add(e.mul(blk, e.ci(8)), e.add(word, e.ci(4)))) : Value();
     Value dx = e.load(xd, blk);
     Value zero = q4 ? e.select(firstWord, e.load(xz, blk), e.cf(0.0)) : Value();
     for (int64_t r = 0; r < rows; ++r) {
-      Value dBits = b.create<arith::AndIOp>(
-          e.loc, b.create<arith::ShRUIOp>(e.loc, l.dRaw[r], l.dShift[r]), c32(0xffff));
-      Value scale = halfBitsToF32(e, dBits);
-      // A funnel shift of the two words ((hi << 16) << (16 - s) is 0 when s == 0).
-      Value q = b.create<arith::OrIOp>(
-          e.loc, b.create<arith::ShRUIOp>(e.loc, l.lo[r], l.shift[r]),
-          b.create<arith::ShLIOp>(e.loc, b.create<arith::ShLIOp>(e.loc, l.hi[r], c32(16)),
-                                  b.create<arith::SubIOp>(e.loc, c32(16), l.shift[r])));
+      Value scale = splitScale(e, l, r), q = splitQuantWord(e, l, r);
       Value dot;
       if (q4) {
         Value qlo = b.create<arith::AndIOp>(e.loc, q, c32(0x0f0f0f0f));
@@ -283,7 +316,7 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, Value x4, Value g4, Value 
   // 0. With SpirvTarget::qmatmulPrefetch the lane's first block of W is loaded before x is
   // quantized, so that its memory latency and the quantization's overlap (on the H200 it gained
   // nothing); past the end it reads the last block and adds nothing.
-  std::optional<Loaded> prefetched;
+  std::optional<SplitWords> prefetched;
   Value clampedFirst = e.minu(e.divu(lane, e.ci(perBlock)), e.sub(nBlocks, e.ci(1)));
   if (e.target.qmatmulPrefetch)
     prefetched = loadW(clampedFirst);
@@ -482,8 +515,6 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
         llvm::SmallVector<Value, 8> rowWords;
         for (int64_t r = 0; r < rows; ++r)
           rowWords.push_back(e.divu(rowBases[r], e.ci(4)));
-        auto c32 = [&](int64_t v) { return e.c32(v); };
-        mlir::OpBuilder &b = e.b;
         // U blocks per iteration, all their loads issued before any of their math (a lane's
         // loop is otherwise one memory latency per block); blocks past the end read the last
         // block and add nothing.
@@ -496,7 +527,7 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
               struct Loaded {
                 Value live;
                 llvm::SmallVector<Value, 2> xs, ins;
-                llvm::SmallVector<Value, 8> dRaw, lo, hi, dShift, s32;
+                SplitWords words;
               };
               llvm::SmallVector<Loaded, 4> blocks(unroll);
               for (int64_t u = 0; u < unroll; ++u) {
@@ -517,45 +548,13 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
                       g4 ? e.b.create<arith::MulFOp>(e.loc, xv, e.load(g4, index)).getResult()
                          : xv);
                 }
-                // Offsets within a row; when rows start at 4-byte boundaries (static n_cols, even
-                // block count) the shifts are the same for every row and a row adds only its base.
-                Value dRel = e.mul(blk, e.ci(layout.blockBytes));
-                Value qRel = e.add(dRel, e.add(e.ci(2), e.mul(word, e.ci(4))));
-                Value dShiftRel = e.toI32(e.mul(e.remu(dRel, e.ci(4)), e.ci(8)));
-                Value sRel = e.toI32(e.mul(e.remu(qRel, e.ci(4)), e.ci(8)));
-                Value dWordRel = e.divu(dRel, e.ci(4)), qWordRel = e.divu(qRel, e.ci(4));
-                for (int64_t r = 0; r < rows; ++r) {
-                  Value dIndex, qIndex;
-                  if (alignedRows) {
-                    dIndex = e.add(rowWords[r], dWordRel);
-                    qIndex = e.add(rowWords[r], qWordRel);
-                    L.dShift.push_back(dShiftRel);
-                    L.s32.push_back(sRel);
-                  } else {
-                    Value blockByte = e.add(rowBases[r], dRel);
-                    Value qByte = e.add(rowBases[r], qRel);
-                    dIndex = e.divu(blockByte, e.ci(4));
-                    L.dShift.push_back(e.toI32(e.mul(e.remu(blockByte, e.ci(4)), e.ci(8))));
-                    qIndex = e.divu(qByte, e.ci(4));
-                    L.s32.push_back(e.toI32(e.mul(e.remu(qByte, e.ci(4)), e.ci(8))));
-                  }
-                  L.dRaw.push_back(e.load(w, dIndex)); // d: the u16 at the block's start
-                  L.lo.push_back(e.load(w, qIndex));   // the quant word at byte 2 + 4 k
-                  L.hi.push_back(e.load(w, e.add(qIndex, e.ci(1))));
-                }
+                L.words =
+                    loadSplitWords(e, w, op.dtype, blk, word, rowBases, rowWords, alignedRows);
               }
               for (int64_t u = 0; u < unroll; ++u) {
                 Loaded &L = blocks[u];
                 for (int64_t r = 0; r < rows; ++r) {
-                  Value dBits = b.create<arith::AndIOp>(
-                      e.loc, b.create<arith::ShRUIOp>(e.loc, L.dRaw[r], L.dShift[r]), c32(0xffff));
-                  Value scale = halfBitsToF32(e, dBits);
-                  // A funnel shift of the two words ((hi << 16) << (16 - s) is 0 when s == 0).
-                  Value q = b.create<arith::OrIOp>(
-                      e.loc, b.create<arith::ShRUIOp>(e.loc, L.lo[r], L.s32[r]),
-                      b.create<arith::ShLIOp>(e.loc,
-                                              b.create<arith::ShLIOp>(e.loc, L.hi[r], c32(16)),
-                                              b.create<arith::SubIOp>(e.loc, c32(16), L.s32[r])));
+                  Value scale = splitScale(e, L.words, r), q = splitQuantWord(e, L.words, r);
                   std::map<int64_t, Value> sums;
                   accumulateWord(e, op.dtype, q, L.xs[0], L.xs.size() > 1 ? L.xs[1] : Value(),
                                  sums);

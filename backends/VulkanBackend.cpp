@@ -68,8 +68,12 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps) {
         target.qmatmulBlocksPerStep = v;
       else if (kv.first == "unroll")
         target.qmatmulUnroll = v;
+      else if (kv.first == "dotunroll")
+        target.qmatmulDotUnroll = v;
       else if (kv.first == "attnwg")
         target.attentionWorkgroup = v;
+      else if (kv.first == "attnsplit")
+        target.attentionSplits = v;
     }
   return [target](const codegen::KernelSpec &spec) -> absl::StatusOr<VulkanKernel> {
     SINTER_ASSIGN_OR_RETURN(codegen::SpirvKernel k, codegen::buildSpirvKernel(spec, target));
@@ -77,6 +81,7 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps) {
     out.name = k.name;
     out.binary.spirv = k.words;
     out.binary.entryPoint = k.entryPoint;
+    out.binary.name = k.name;
     out.binary.numBuffers = k.numBindings();
     out.binary.pushConstantBytes = k.pushConstantBytes();
     out.binary.localSize = k.localSize;
@@ -89,6 +94,9 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps) {
     out.bindingOperands = k.bindingOperands;
     out.extraPushWords = k.extraPushWords;
     out.perHead = k.perHead;
+    static_assert(codegen::kScratchMember == runtime::vulkan::kScratchBindingMember);
+    out.attentionSplits = k.attentionSplits;
+    out.scratchWordsPerHead = k.scratchWordsPerHead;
     out.grid = [k](const int64_t *ints) { return k.grid(ints); };
     return out;
   };

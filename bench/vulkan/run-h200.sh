@@ -12,6 +12,7 @@
 #   tests.log          the test binaries' output
 #   kernels.json       SINTER_STATS=1 of a few fused tokens, folded per kernel (fold-stats.py)
 #   clocks.csv         nvidia-smi's clocks, power and throttle reasons every 2 s of the benchmark
+#   pipelines.txt      the driver's statistics of every pipeline (SINTER_VK_PIPELINE_STATS=1)
 # One device call (the timeouts below keep it inside the 600 s limit):
 #   run(command="bash bench/vulkan/run-h200.sh", carry=[".gl", ".carry"], timeout_s=600)
 # `bash bench/vulkan/run-h200.sh tests` or `... bench` runs one half (two calls, more slack);
@@ -89,9 +90,11 @@ if [ "$what" != tests ] && [ "$what" != sweep ]; then
   # microseconds per token, bytes/s, and the share of the token's kernel time.
   for preset in ${SINTER_BENCH_PRESETS:-tinyllama-1.1b llama-7b}; do
     preset=${preset//,/ }
-    SINTER_STATS=1 SINTER_BENCH_PRESETS=$preset timeout 100 \
+    # The driver's statistics of each pipeline (SINTER_VK_PIPELINE_STATS=1) go to pipelines.txt.
+    SINTER_STATS=1 SINTER_VK_PIPELINE_STATS=1 SINTER_BENCH_PRESETS=$preset timeout 100 \
       "$dest/bin/sinter-bench-vulkan-decode" --benchmark_filter=/fused --benchmark_min_time=0.01 \
-      2>&1 | python3 "$root/bench/vulkan/fold-stats.py" "$preset" >>"$out/kernels.json"
+      2>&1 | tee >(grep -a 'vulkan pipeline' | sed "s/^/$preset: /" >>"$out/pipelines.txt") |
+      python3 "$root/bench/vulkan/fold-stats.py" "$preset" >>"$out/kernels.json"
     say "stats run $preset exit ${PIPESTATUS[0]}"
   done
 fi
@@ -102,8 +105,10 @@ if [ "$what" = sweep ]; then
   settings=${SINTER_SWEEP:-"default rows=4 rows=1 wg=256 wg=64 step=4 rows=4,step=4 rows=1,wg=64"}
   for q in $settings; do
     [ "$q" = default ] && q=
-    SINTER_VK_QMATMUL="$q" timeout 90 "$dest/bin/sinter-bench-vulkan-decode" \
-      --benchmark_filter=/fused --benchmark_min_time=0.5 --benchmark_format=json 2>>"$log" |
+    SINTER_VK_QMATMUL="$q" SINTER_VK_PIPELINE_STATS=1 timeout 90 \
+      "$dest/bin/sinter-bench-vulkan-decode" --benchmark_filter=/fused --benchmark_min_time=0.5 \
+      --benchmark_format=json 2> >(tee -a "$log" | grep -a 'vulkan pipeline' | sed "s/^/${q:-default}: /" \
+      >>"$out/pipelines.txt") |
       python3 -c '
 import json, sys
 for b in json.load(sys.stdin).get("benchmarks", []):

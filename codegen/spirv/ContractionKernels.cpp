@@ -397,9 +397,34 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, Value x4, Value g4, Value 
   } else {
     accs.assign(inits.begin(), inits.end());
   }
-  accs = e.forLoop(firstBlock, nBlocks, stride, accs, [&](Value blk, mlir::ValueRange iters) {
-    return addBlock(blk, loadW(blk), llvm::SmallVector<Value>(iters.begin(), iters.end()));
-  });
+  // U blocks per iteration (KernelPlan::intDotUnroll), all their loads issued before any of
+  // their products, so that a lane has U blocks of W in flight instead of one memory latency
+  // per block; blocks past the end read the last block and add nothing.
+  const int64_t unroll = e.plan.intDotUnroll;
+  Value lastBlock = e.sub(nBlocks, e.ci(1));
+  accs = e.forLoop(firstBlock, nBlocks, e.mul(stride, e.ci(unroll)), accs,
+                   [&](Value blk0, mlir::ValueRange iters) {
+                     llvm::SmallVector<Value> next(iters.begin(), iters.end());
+                     llvm::SmallVector<Value, 16> blks, lives;
+                     llvm::SmallVector<SplitWords, 16> loaded;
+                     for (int64_t u = 0; u < unroll; ++u) {
+                       Value blk = blk0, live;
+                       if (u > 0) {
+                         Value at = e.add(blk0, e.mul(stride, e.ci(u)));
+                         live = e.ult(at, nBlocks);
+                         blk = e.minu(at, lastBlock);
+                       }
+                       blks.push_back(blk);
+                       lives.push_back(live);
+                       loaded.push_back(loadW(blk));
+                     }
+                     for (int64_t u = 0; u < unroll; ++u) {
+                       llvm::SmallVector<Value> sum = addBlock(blks[u], loaded[u], next);
+                       for (int64_t r = 0; r < rows; ++r)
+                         next[r] = lives[u] ? e.select(lives[u], sum[r], next[r]) : sum[r];
+                     }
+                     return next;
+                   });
   finish(accs, g4 ? squares : Value());
 }
 
@@ -748,7 +773,14 @@ absl::Status emitAttentionKernel(Emitter &e, const OpShape &score, const KernelS
   auto extra = [&](uint32_t i) { return e.pushWord(kAttentionMemberWords + i); };
   Value heads = extra(0), group = extra(1), qStep = extra(2), kStep = extra(3);
   Value vStep = extra(4), outStep = extra(5);
-  Value head = e.groupId(), kvHead = e.divu(head, group);
+  // Split attention: workgroup g is share g % S of head g / S.
+  const int64_t splits = e.plan.attentionSplits;
+  Value head = e.groupId(), share = e.ci(0);
+  if (splits > 1) {
+    share = e.remu(head, e.ci(splits));
+    head = e.divu(head, e.ci(splits));
+  }
+  Value kvHead = e.divu(head, group);
   Value qBase = e.add(headOffset, e.mul(head, qStep));
   Value kBase = e.add(kOffset, e.mul(kvHead, kStep));
   Value vBase = e.add(vOffset, e.mul(kvHead, vStep));
@@ -775,52 +807,61 @@ absl::Status emitAttentionKernel(Emitter &e, const OpShape &score, const KernelS
   constexpr int64_t kChunk = 4;
   Value chunks = e.divu(e.add(seqLen, e.ci(kChunk - 1)), e.ci(kChunk));
   Value lastT = e.sub(seqLen, e.ci(1)); // the loop runs only when seqLen > 0
-  auto state = e.forLoop(sg, chunks, e.ci(subgroups), inits, [&](Value c, mlir::ValueRange it) {
-    llvm::SmallVector<Value, kChunk> ts, live;
-    llvm::SmallVector<llvm::SmallVector<Value, 4>, kChunk> vs;
-    for (int64_t i = 0; i < kChunk; ++i) {
-      Value t = e.add(e.mul(c, e.ci(kChunk)), e.ci(i));
-      live.push_back(e.ult(t, seqLen));
-      ts.push_back(e.minu(t, lastT)); // positions past the end read the last one, weigh 0
-      Value vRow = e.add(e.mul(ts.back(), vStride), vBase);
-      vs.emplace_back();
-      for (int64_t k = 0; k < perLane; ++k)
-        vs.back().push_back(e.select(valid[k], e.load(vCache, e.add(vRow, ds[k])), e.cf(0.0)));
-    }
-    llvm::SmallVector<Value, kChunk> scoreOf;
-    for (int64_t i = 0; i < kChunk; ++i) {
-      Value kRow = e.add(e.mul(ts[i], kStride), kBase);
-      Value partial = e.cf(0.0);
-      for (int64_t k = 0; k < perLane; ++k)
-        partial = e.fma(qs[k], e.load(kCache, e.add(kRow, ds[k])), partial);
-      scoreOf.push_back(e.fmul(e.clusterSum(partial, lanes), scale));
-    }
-    e.ifThen(b.create<arith::AndIOp>(e.loc, isLast, e.ult(lane, e.ci(1))), [&] {
-      for (int64_t i = 0; i < kChunk; ++i)
-        e.ifThen(live[i], [&] { e.store(scoreOf[i], scores, ts[i]); });
-    });
-    Value m = it[0];
-    for (int64_t i = 0; i < kChunk; ++i)
-      m = e.select(live[i], b.create<arith::MaxNumFOp>(e.loc, m, scoreOf[i]), m);
-    Value keep = emitExp(b, e.loc, b.create<arith::SubFOp>(e.loc, it[0], m), MathTarget::Gpu);
-    llvm::SmallVector<Value, kChunk> ps;
-    for (int64_t i = 0; i < kChunk; ++i)
-      ps.push_back(e.select(
-          live[i],
-          emitExp(b, e.loc, b.create<arith::SubFOp>(e.loc, scoreOf[i], m), MathTarget::Gpu),
-          e.cf(0.0)));
-    Value sum = e.fmul(it[1], keep);
-    for (int64_t i = 0; i < kChunk; ++i)
-      sum = e.fadd(sum, ps[i]);
-    llvm::SmallVector<Value> next{m, sum};
-    for (int64_t k = 0; k < perLane; ++k) {
-      Value acc = e.fmul(it[2 + k], keep);
-      for (int64_t i = 0; i < kChunk; ++i)
-        acc = e.fma(ps[i], vs[i][k], acc);
-      next.push_back(acc);
-    }
-    return next;
-  });
+  // A share is a contiguous run of ceil(chunks / S) chunks (empty past the end).
+  Value firstChunk = sg, endChunk = chunks;
+  if (splits > 1) {
+    Value per = e.divu(e.add(chunks, e.ci(splits - 1)), e.ci(splits));
+    Value begin = e.mul(share, per);
+    firstChunk = e.add(begin, sg);
+    endChunk = e.minu(chunks, e.add(begin, per));
+  }
+  auto state =
+      e.forLoop(firstChunk, endChunk, e.ci(subgroups), inits, [&](Value c, mlir::ValueRange it) {
+        llvm::SmallVector<Value, kChunk> ts, live;
+        llvm::SmallVector<llvm::SmallVector<Value, 4>, kChunk> vs;
+        for (int64_t i = 0; i < kChunk; ++i) {
+          Value t = e.add(e.mul(c, e.ci(kChunk)), e.ci(i));
+          live.push_back(e.ult(t, seqLen));
+          ts.push_back(e.minu(t, lastT)); // positions past the end read the last one, weigh 0
+          Value vRow = e.add(e.mul(ts.back(), vStride), vBase);
+          vs.emplace_back();
+          for (int64_t k = 0; k < perLane; ++k)
+            vs.back().push_back(e.select(valid[k], e.load(vCache, e.add(vRow, ds[k])), e.cf(0.0)));
+        }
+        llvm::SmallVector<Value, kChunk> scoreOf;
+        for (int64_t i = 0; i < kChunk; ++i) {
+          Value kRow = e.add(e.mul(ts[i], kStride), kBase);
+          Value partial = e.cf(0.0);
+          for (int64_t k = 0; k < perLane; ++k)
+            partial = e.fma(qs[k], e.load(kCache, e.add(kRow, ds[k])), partial);
+          scoreOf.push_back(e.fmul(e.clusterSum(partial, lanes), scale));
+        }
+        e.ifThen(b.create<arith::AndIOp>(e.loc, isLast, e.ult(lane, e.ci(1))), [&] {
+          for (int64_t i = 0; i < kChunk; ++i)
+            e.ifThen(live[i], [&] { e.store(scoreOf[i], scores, ts[i]); });
+        });
+        Value m = it[0];
+        for (int64_t i = 0; i < kChunk; ++i)
+          m = e.select(live[i], b.create<arith::MaxNumFOp>(e.loc, m, scoreOf[i]), m);
+        Value keep = emitExp(b, e.loc, b.create<arith::SubFOp>(e.loc, it[0], m), MathTarget::Gpu);
+        llvm::SmallVector<Value, kChunk> ps;
+        for (int64_t i = 0; i < kChunk; ++i)
+          ps.push_back(e.select(
+              live[i],
+              emitExp(b, e.loc, b.create<arith::SubFOp>(e.loc, scoreOf[i], m), MathTarget::Gpu),
+              e.cf(0.0)));
+        Value sum = e.fmul(it[1], keep);
+        for (int64_t i = 0; i < kChunk; ++i)
+          sum = e.fadd(sum, ps[i]);
+        llvm::SmallVector<Value> next{m, sum};
+        for (int64_t k = 0; k < perLane; ++k) {
+          Value acc = e.fmul(it[2 + k], keep);
+          for (int64_t i = 0; i < kChunk; ++i)
+            acc = e.fma(ps[i], vs[i][k], acc);
+          next.push_back(acc);
+        }
+        return next;
+      });
   // Merge the subgroups: every invocation reads all NS states (few), then owns some d.
   Value maxes = workgroupArray(e, e.f32(), subgroups), sums = workgroupArray(e, e.f32(), subgroups);
   Value accs = workgroupArray(e, e.f32(), subgroups * dim);
@@ -845,22 +886,104 @@ absl::Status emitAttentionKernel(Emitter &e, const OpShape &score, const KernelS
                 [&](Value j, mlir::ValueRange it) {
                   return llvm::SmallVector<Value>{e.fma(e.load(sums, j), weightOf(j), it[0])};
                 })[0];
-  Value nonEmpty = b.create<arith::CmpFOp>(e.loc, arith::CmpFPredicate::OGT, total, e.cf(0.0));
-  Value inverse = e.select(nonEmpty, b.create<arith::DivFOp>(e.loc, e.cf(1.0), total), e.cf(0.0));
   Value tid = e.threadId(), threads = e.ci(e.plan.workgroupSize);
-  e.forLoop(tid, e.ci(dim), threads, [&](Value d) {
-    Value o = e.forLoop(e.ci(0), e.ci(subgroups), e.ci(1), mlir::ValueRange{e.cf(0.0)},
-                        [&](Value j, mlir::ValueRange it) {
-                          Value a = e.load(accs, e.add(e.mul(j, e.ci(dim)), d));
-                          return llvm::SmallVector<Value>{e.fma(a, weightOf(j), it[0])};
-                        })[0];
-    e.store(e.fmul(o, inverse), out, e.add(oBase, d));
-  });
-  e.ifThen(isLast, [&] {
-    e.forLoop(tid, seqLen, threads, [&](Value t) {
-      Value x = b.create<arith::SubFOp>(e.loc, e.load(scores, t), maxAll);
-      e.store(e.fmul(emitExp(b, e.loc, x, MathTarget::Gpu), inverse), scores, t);
+  auto inverseOf = [&](Value sum) {
+    Value nonEmpty = b.create<arith::CmpFOp>(e.loc, arith::CmpFPredicate::OGT, sum, e.cf(0.0));
+    return e.select(nonEmpty, b.create<arith::DivFOp>(e.loc, e.cf(1.0), sum), e.cf(0.0));
+  };
+  // The scores buffer of the last head: the raw scores become the softmax's weights.
+  auto normalizeScores = [&](Value max, Value inverse) {
+    e.ifThen(isLast, [&] {
+      e.forLoop(tid, seqLen, threads, [&](Value t) {
+        Value x = b.create<arith::SubFOp>(e.loc, e.load(scores, t), max);
+        e.store(e.fmul(emitExp(b, e.loc, x, MathTarget::Gpu), inverse), scores, t);
+      });
     });
+  };
+  auto workgroupOutput = [&](Value d) {
+    return e.forLoop(e.ci(0), e.ci(subgroups), e.ci(1), mlir::ValueRange{e.cf(0.0)},
+                     [&](Value j, mlir::ValueRange it) {
+                       Value a = e.load(accs, e.add(e.mul(j, e.ci(dim)), d));
+                       return llvm::SmallVector<Value>{e.fma(a, weightOf(j), it[0])};
+                     })[0];
+  };
+  if (splits == 1) {
+    Value inverse = inverseOf(total);
+    e.forLoop(tid, e.ci(dim), threads,
+              [&](Value d) { e.store(e.fmul(workgroupOutput(d), inverse), out, e.add(oBase, d)); });
+    normalizeScores(maxAll, inverse);
+    return absl::OkStatus();
+  }
+  // Split: the share's state (max, sum, unnormalized output) goes to scratch, words
+  // heads + (head * S + share) * (dim + 2)...; then a device-scope fence, and one invocation
+  // counts the share done. The workgroup that counts the S-th merges the S states (the fence
+  // after its count makes the others' writes visible) and sets the counter back to 0.
+  Value scratch = e.binding(e.plan.scratchBinding);
+  auto bits = [&](Value f) { return b.create<arith::BitcastOp>(e.loc, e.i32(), f).getResult(); };
+  auto fromBits = [&](Value i) {
+    return b.create<arith::BitcastOp>(e.loc, e.f32(), i).getResult();
+  };
+  const int64_t stateWords = dim + 2;
+  auto stateBase = [&](Value s) {
+    return e.add(heads, e.mul(e.add(e.mul(head, e.ci(splits)), s), e.ci(stateWords)));
+  };
+  Value mine = stateBase(share);
+  e.ifThen(e.ult(tid, e.ci(1)), [&] {
+    e.store(bits(maxAll), scratch, mine);
+    e.store(bits(total), scratch, e.add(mine, e.ci(1)));
+  });
+  e.forLoop(tid, e.ci(dim), threads, [&](Value d) {
+    e.store(bits(workgroupOutput(d)), scratch, e.add(mine, e.add(d, e.ci(2))));
+  });
+  auto deviceFence = [&] {
+    b.create<mlir::spirv::MemoryBarrierOp>(e.loc, mlir::spirv::Scope::Device,
+                                           mlir::spirv::MemorySemantics::AcquireRelease |
+                                               mlir::spirv::MemorySemantics::UniformMemory);
+  };
+  deviceFence();
+  Value lastFlag = workgroupArray(e, e.i32(), 1);
+  e.barrier();
+  e.ifThen(e.ult(tid, e.ci(1)), [&] {
+    Value before = b.create<mlir::memref::AtomicRMWOp>(e.loc, mlir::arith::AtomicRMWKind::addi,
+                                                       e.c32(1), scratch, mlir::ValueRange{head})
+                       .getResult();
+    e.store(before, lastFlag, e.ci(0));
+  });
+  e.barrier();
+  Value counted = e.load(lastFlag, e.ci(0));
+  Value merging =
+      b.create<arith::CmpIOp>(e.loc, arith::CmpIPredicate::eq, counted, e.c32(splits - 1));
+  e.ifThen(merging, [&] {
+    deviceFence();
+    auto loadState = [&](Value s, int64_t word) {
+      return fromBits(e.load(scratch, e.add(stateBase(s), e.ci(word))));
+    };
+    Value max = e.forLoop(e.ci(0), e.ci(splits), e.ci(1), mlir::ValueRange{e.cf(lowest)},
+                          [&](Value s, mlir::ValueRange it) {
+                            return llvm::SmallVector<Value>{
+                                b.create<arith::MaxNumFOp>(e.loc, it[0], loadState(s, 0))};
+                          })[0];
+    auto shareWeight = [&](Value s) {
+      return emitExp(b, e.loc, b.create<arith::SubFOp>(e.loc, loadState(s, 0), max),
+                     MathTarget::Gpu);
+    };
+    Value sum =
+        e.forLoop(e.ci(0), e.ci(splits), e.ci(1), mlir::ValueRange{e.cf(0.0)},
+                  [&](Value s, mlir::ValueRange it) {
+                    return llvm::SmallVector<Value>{e.fma(loadState(s, 1), shareWeight(s), it[0])};
+                  })[0];
+    Value inverse = inverseOf(sum);
+    e.forLoop(tid, e.ci(dim), threads, [&](Value d) {
+      Value o = e.forLoop(e.ci(0), e.ci(splits), e.ci(1), mlir::ValueRange{e.cf(0.0)},
+                          [&](Value s, mlir::ValueRange it) {
+                            Value a =
+                                fromBits(e.load(scratch, e.add(stateBase(s), e.add(d, e.ci(2)))));
+                            return llvm::SmallVector<Value>{e.fma(a, shareWeight(s), it[0])};
+                          })[0];
+      e.store(e.fmul(o, inverse), out, e.add(oBase, d));
+    });
+    normalizeScores(max, inverse);
+    e.ifThen(e.ult(tid, e.ci(1)), [&] { e.store(e.c32(0), scratch, head); });
   });
   return absl::OkStatus();
 }

@@ -65,6 +65,7 @@ KernelPlan planKernel(const OpShape &op, const SpirvTarget &target) {
   // Split quantized_matmul: blocks a lane loads before computing them. On the H200, side by side
   // in one run, 1 beat 2 (llama-7b 130.7 vs 126.7 tokens/s, tinyllama 308.5 vs 298.6).
   constexpr uint32_t kDefaultSplitUnroll = 1;
+  constexpr uint32_t kDefaultDotUnroll = 4;
   switch (op.kind) {
   case OpKind::QuantizedMatmul: {
     plan.bindings[0] = SpirvBindingKind::Word;
@@ -109,6 +110,9 @@ KernelPlan planKernel(const OpShape &op, const SpirvTarget &target) {
         // Each workgroup quantizes all of x: 16 subgroups share that cost (H200, side by side in
         // one run: llama-7b 163.4 tokens/s with 16, 147.9 with 8, 115.4 with 4).
         plan.workgroupSize = std::min<uint32_t>(16 * lanes, maxGroup);
+        plan.intDotUnroll = target.qmatmulDotUnroll >= 1 && target.qmatmulDotUnroll <= 16
+                                ? target.qmatmulDotUnroll
+                                : kDefaultDotUnroll;
       }
     }
     if (target.qmatmulWorkgroup >= lanes && target.qmatmulWorkgroup % lanes == 0)
@@ -211,6 +215,8 @@ KernelPlan planSpec(const KernelSpec &spec, const SpirvTarget &target) {
       subgroups /= 2;
     plan.workgroupSize = subgroups * lanes;
     plan.unitsPerGroup = 1;
+    if (target.attentionSplits > 1 && target.attentionSplits <= 64)
+      plan.attentionSplits = target.attentionSplits;
   }
   KernelPlan fused = plan;
   fused.bindings.clear();
@@ -232,6 +238,10 @@ KernelPlan planSpec(const KernelSpec &spec, const SpirvTarget &target) {
   }
   if (spec.attentionOverHeads)
     fused.pushConstantWords += kAttnExtraWords;
+  if (fused.attentionSplits > 1) {
+    fused.scratchBinding = static_cast<uint32_t>(fused.bindings.size());
+    fused.bindings.push_back(SpirvBindingKind::Word);
+  }
   return fused;
 }
 
@@ -307,6 +317,27 @@ mlir::gpu::GPUFuncOp createKernelFunc(mlir::OpBuilder &b, mlir::ModuleOp module,
     func.setArgAttr(i, mlir::spirv::getInterfaceVarABIAttrName(),
                     mlir::spirv::getInterfaceVarABIAttr(0, i, std::nullopt, ctx));
   return func;
+}
+
+// Adds `OpDecorate %var Coherent` after the `OpDecorate %var Binding b` of each binding b in
+// `bindings` (MLIR 19's serializer has no Coherent): what other workgroups of the same dispatch
+// write and this one reads (split attention's scratch and scores).
+void decorateCoherent(std::vector<uint32_t> &words, uint64_t bindings) {
+  constexpr uint32_t kOpDecorate = 71, kBinding = 33, kCoherent = 23, kHeaderWords = 5;
+  if (!bindings)
+    return;
+  std::vector<uint32_t> out(words.begin(), words.begin() + kHeaderWords);
+  for (size_t i = kHeaderWords; i < words.size();) {
+    uint32_t count = words[i] >> 16, opcode = words[i] & 0xffff;
+    if (count == 0 || i + count > words.size())
+      return; // malformed: leave it to the validator
+    out.insert(out.end(), words.begin() + i, words.begin() + i + count);
+    if (opcode == kOpDecorate && count == 4 && words[i + 2] == kBinding && words[i + 3] < 64 &&
+        ((bindings >> words[i + 3]) & 1))
+      out.insert(out.end(), {(3u << 16) | kOpDecorate, words[i + 1], kCoherent});
+    i += count;
+  }
+  words = std::move(out);
 }
 
 // gpu.module -> spirv.module with every op of the body lowered.
@@ -428,6 +459,9 @@ absl::StatusOr<SpirvKernel> buildSpirvKernel(const KernelSpec &spec, const Spirv
       operand(2, 1); // V
     }
   }
+  uint64_t coherent = 0;
+  if (plan.attentionSplits > 1)
+    coherent = (uint64_t(1) << plan.scratchBinding) | (uint64_t(1) << (plan.bindingBase[0] + 2));
   if (mlir::failed(lowerToSpirv(*module, readOnly)))
     return fail("lowering to SPIR-V failed");
 
@@ -441,6 +475,7 @@ absl::StatusOr<SpirvKernel> buildSpirvKernel(const KernelSpec &spec, const Spirv
   SpirvKernel kernel;
   kernel.name = name;
   kernel.words.assign(binary.begin(), binary.end());
+  decorateCoherent(kernel.words, coherent);
   if (absl::Status s = validateSpirv(kernel.words); !s.ok())
     return fail(std::string(s.message()));
   if (target.optimize) {
@@ -469,6 +504,13 @@ absl::StatusOr<SpirvKernel> buildSpirvKernel(const KernelSpec &spec, const Spirv
   if (spec.attentionOverHeads) {
     kernel.extraPushWords = kAttnExtraWords;
     kernel.perHead = true;
+    kernel.attentionSplits = plan.attentionSplits;
+    if (plan.attentionSplits > 1) {
+      kernel.bindingMembers.push_back(kScratchMember);
+      kernel.bindingOperands.push_back(0);
+      kernel.scratchWordsPerHead =
+          1 + plan.attentionSplits * static_cast<uint32_t>(spec.anchor.ints[0] + 2);
+    }
   }
   kernel.anchorMember = static_cast<uint8_t>(spec.prologue.size());
   kernel.kind = op.kind;

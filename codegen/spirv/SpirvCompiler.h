@@ -49,6 +49,8 @@ struct SpirvTarget {
   /// Split schedule: blocks a lane loads before computing them (1..4; 0: the built-in choice,
   /// `unroll=N`).
   uint32_t qmatmulUnroll = 0;
+  /// int8-x quantized_matmul: blocks a lane loads before computing them (1..16; 0: default).
+  uint32_t qmatmulDotUnroll = 0;
   /// Q4_0/Q8_0 on a device with integer dot products (intDot): quantize x to int8 per block of
   /// 32 in workgroup memory and multiply 4 quants at a time (SEMANTICS.md's 5e-4 bound for
   /// quantized activations). `dot=0` or SINTER_PRECISE=1 keeps x in f32.
@@ -61,6 +63,10 @@ struct SpirvTarget {
   uint32_t maxSharedMemoryBytes = 16384;
   /// Attention over heads: the most invocations per workgroup (0: 1024; `attnwg=N`).
   uint32_t attentionWorkgroup = 0;
+  /// Attention over heads: workgroups per head (`attnsplit=N`, 1..64; 0 or 1: one). Each takes a
+  /// contiguous share of the positions; the last of a head to finish (an atomic counter in a
+  /// scratch binding) merges the shares.
+  uint32_t attentionSplits = 0;
   /// Decorate quantized_matmul's W and x (or its norm prologue's in and weight) and attention's
   /// q, K and V NonWritable (`SINTER_VK_QMATMUL=nonwritable=0` leaves them undecorated).
   bool readOnlyBindings = true;
@@ -77,6 +83,8 @@ enum class SpirvBindingKind : uint8_t {
 /// Attention kernels (KernelSpec::attentionOverHeads; one workgroup per head): after the 11 words
 /// of the members' integers (attn_score, softmax, attn_value of head 0) come these, in order.
 inline constexpr uint32_t kAttentionMemberWords = 11;
+/// SpirvKernel::bindingMembers of the attention scratch binding (no member's buffer).
+inline constexpr uint8_t kScratchMember = 255;
 enum AttentionWord : uint32_t {
   kAttnHeads,      ///< heads of the layer (the dispatch's workgroup count)
   kAttnHeadsPerKv, ///< query heads sharing one K/V head (grouped-query attention)
@@ -106,8 +114,13 @@ struct SpirvKernel {
   std::vector<uint8_t> pushConstantMembers;
   /// Words after those (attention: kAttnExtraWords, filled by the runtime).
   uint32_t extraPushWords = 0;
-  /// One workgroup per head (attention): the grid is {heads, 1, 1}, not grid().
+  /// One workgroup per head (attention): the grid is {heads * attentionSplits, 1, 1}, not grid().
   bool perHead = false;
+  /// Attention: workgroups per head. With more than one the last binding is scratch (i32) the
+  /// runtime provides, scratchWordsPerHead words a head, zero at the first dispatch (the kernel
+  /// leaves it zero again): a counter per head, then each workgroup's share of the softmax.
+  uint32_t attentionSplits = 1;
+  uint32_t scratchWordsPerHead = 0;
   /// The anchor's member index (the prologue's length) and kind.
   uint8_t anchorMember = 0;
   OpKind kind = OpKind::Matmul;

@@ -48,6 +48,11 @@ struct KernelPlan {
   /// Split schedule with x quantized to int8 in workgroup memory and integer dot products
   /// (SpirvTarget::qmatmulIntDot where the device has them).
   bool intDotX = false;
+  /// int8-x schedule: blocks a lane loads before it computes any of them.
+  uint32_t intDotUnroll = 1;
+  /// Attention over heads: workgroups per head, and the scratch binding (when more than one).
+  uint32_t attentionSplits = 1;
+  uint32_t scratchBinding = 0;
   /// u32 words of the push-constant block (the op's integer arguments).
   uint32_t pushConstantWords = 0;
 };
@@ -83,6 +88,8 @@ public:
   mlir::Value intArg(const OpShape &op, int i) { return memberInt(member_, op, i); }
   /// The same for member `m` of the spec.
   mlir::Value memberBuffer(int m, int i) { return func_.getArgument(plan.bindingBase[m] + i); }
+  /// The binding at index `binding` of the kernel (attention's scratch).
+  mlir::Value binding(uint32_t binding) { return func_.getArgument(binding); }
   mlir::Value memberInt(int m, const OpShape &op, int i);
   /// Push-constant word `word` as index (words past the members' integers: attention's extras).
   mlir::Value pushWord(uint32_t word);

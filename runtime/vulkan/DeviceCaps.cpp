@@ -4,6 +4,7 @@
 // those (robust buffer access and the like cost speed and stay off). The 1.2/1.3 feature structs
 // are chained only when the device reports that version.
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/vulkan/VkStatus.h"
@@ -13,7 +14,7 @@
 
 namespace sinter::runtime::vulkan {
 
-absl::Status VulkanDevice::createLogicalDevice() {
+absl::Status VulkanDevice::createLogicalDevice(bool pipelineStatistics) {
   auto props =
       vkStruct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
   auto subgroup = vkStruct<VkPhysicalDeviceSubgroupProperties>(
@@ -136,6 +137,33 @@ absl::Status VulkanDevice::createLogicalDevice() {
       on13.maintenance4 = f13.maintenance4;
     }
   }
+  // Pipeline statistics: only when asked for (capturing them may cost compile time).
+  std::vector<const char *> extensions;
+  auto executable = vkStruct<VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR);
+  if (pipelineStatistics) {
+    uint32_t count = 0;
+    vkEnumerateDeviceExtensionProperties(physical_, nullptr, &count, nullptr);
+    std::vector<VkExtensionProperties> available(count);
+    vkEnumerateDeviceExtensionProperties(physical_, nullptr, &count, available.data());
+    bool present = false;
+    for (const VkExtensionProperties &x : available)
+      present = present || std::strcmp(x.extensionName,
+                                       VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME) == 0;
+    if (present) {
+      auto query =
+          vkStruct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
+      query.pNext = &executable;
+      vkGetPhysicalDeviceFeatures2(physical_, &query);
+      executable.pNext = nullptr;
+    }
+    if (present && executable.pipelineExecutableInfo) {
+      c.pipelineExecutableInfo = true;
+      extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+      executable.pNext = on.pNext;
+      on.pNext = &executable;
+    }
+  }
   float priority = 1.0f;
   auto queueInfo = vkStruct<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
   queueInfo.queueFamilyIndex = family;
@@ -145,6 +173,8 @@ absl::Status VulkanDevice::createLogicalDevice() {
   info.pNext = &on;
   info.queueCreateInfoCount = 1;
   info.pQueueCreateInfos = &queueInfo;
+  info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+  info.ppEnabledExtensionNames = extensions.data();
   SINTER_RETURN_IF_ERROR(vkStatus(vkCreateDevice(physical_, &info, nullptr, &device_),
                                   absl::StrCat("vulkan: vkCreateDevice on ", c.deviceName)));
   vkGetDeviceQueue(device_, family, 0, &queue_);

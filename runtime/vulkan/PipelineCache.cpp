@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "runtime/vulkan/VkStatus.h"
 #include "runtime/vulkan/VkStruct.h"
 #include "sinter/Status.h"
@@ -239,10 +240,77 @@ absl::StatusOr<std::unique_ptr<Pipeline>> PipelineCache::build(const KernelBinar
       k.localSize[0] % lanes == 0)
     info.stage.flags |= VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
   info.layout = p->layout;
+  if (executableStatistics_)
+    info.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   if (VkResult r = vkCreateComputePipelines(device_, cache_, 1, &info, nullptr, &p->pipeline);
       r != VK_SUCCESS)
     return fail(r, "vkCreateComputePipelines");
+  if (executableStatistics_)
+    readStatistics(*p, k.name.empty() ? k.entryPoint : k.name);
   return p;
+}
+
+void PipelineCache::captureStatistics() {
+  executableProperties_ = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
+      vkGetDeviceProcAddr(device_, "vkGetPipelineExecutablePropertiesKHR"));
+  executableStatistics_ = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(
+      vkGetDeviceProcAddr(device_, "vkGetPipelineExecutableStatisticsKHR"));
+  if (!executableProperties_ || !executableStatistics_) {
+    std::fprintf(stderr, "sinter: vulkan: no vkGetPipelineExecutable*KHR entry points\n");
+    executableProperties_ = nullptr;
+    executableStatistics_ = nullptr;
+  }
+}
+
+void PipelineCache::readStatistics(Pipeline &p, const std::string &name) {
+  auto pipelineInfo = vkStruct<VkPipelineInfoKHR>(VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR);
+  pipelineInfo.pipeline = p.pipeline;
+  uint32_t count = 0;
+  if (executableProperties_(device_, &pipelineInfo, &count, nullptr) != VK_SUCCESS)
+    return;
+  std::vector<VkPipelineExecutablePropertiesKHR> executables(
+      count, vkStruct<VkPipelineExecutablePropertiesKHR>(
+                 VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR));
+  if (executableProperties_(device_, &pipelineInfo, &count, executables.data()) != VK_SUCCESS)
+    return;
+  for (uint32_t i = 0; i < count; ++i) {
+    auto execInfo =
+        vkStruct<VkPipelineExecutableInfoKHR>(VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR);
+    execInfo.pipeline = p.pipeline;
+    execInfo.executableIndex = i;
+    uint32_t n = 0;
+    if (executableStatistics_(device_, &execInfo, &n, nullptr) != VK_SUCCESS)
+      continue;
+    std::vector<VkPipelineExecutableStatisticKHR> stats(
+        n, vkStruct<VkPipelineExecutableStatisticKHR>(
+               VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR));
+    if (executableStatistics_(device_, &execInfo, &n, stats.data()) != VK_SUCCESS)
+      continue;
+    for (uint32_t j = 0; j < n; ++j) {
+      const VkPipelineExecutableStatisticKHR &s = stats[j];
+      std::string value;
+      switch (s.format) {
+      case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR:
+        value = s.value.b32 ? "true" : "false";
+        break;
+      case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR:
+        value = absl::StrCat(s.value.i64);
+        break;
+      case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR:
+        value = absl::StrCat(s.value.u64);
+        break;
+      default:
+        value = absl::StrFormat("%g", s.value.f64);
+        break;
+      }
+      std::string stat = absl::StrCat(s.name, "=", value);
+      if (count > 1)
+        stat = absl::StrCat(executables[i].name, ": ", stat);
+      p.statistics.push_back(std::move(stat));
+    }
+  }
+  std::fprintf(stderr, "sinter: vulkan pipeline %s: %s\n", name.c_str(),
+               absl::StrJoin(p.statistics, ", ").c_str());
 }
 
 } // namespace sinter::runtime::vulkan

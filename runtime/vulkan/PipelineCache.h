@@ -29,6 +29,9 @@ struct Pipeline {
   std::array<uint32_t, 3> localSize = {1, 1, 1};
   /// Distinct per pipeline in this process (descriptor reuse keys on it).
   uint64_t id = 0;
+  /// The driver's statistics of the pipeline's executables, "name=value" (empty unless
+  /// PipelineCache::captureStatistics).
+  std::vector<std::string> statistics;
 };
 
 struct PipelineCacheStats {
@@ -50,6 +53,10 @@ public:
     uint32_t minSubgroupSize = 0, maxSubgroupSize = 0;
   };
   void setSubgroupFeatures(SubgroupFeatures features) { features_ = features; }
+  /// Builds later pipelines with VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR, keeps their
+  /// statistics and prints one line per pipeline to stderr (the device enabled
+  /// VK_KHR_pipeline_executable_properties).
+  void captureStatistics();
   ~PipelineCache();
 
   /// The pipeline of `kernel` (compiled on first use). InvalidArgument for an empty module, a
@@ -67,6 +74,7 @@ public:
 private:
   void load();
   absl::StatusOr<std::unique_ptr<Pipeline>> build(const KernelBinary &kernel);
+  void readStatistics(Pipeline &p, const std::string &name);
 
   VkDevice device_;
   VkPhysicalDeviceProperties props_;
@@ -84,6 +92,8 @@ private:
   uint64_t nextId_ = 1;
   PipelineCacheStats stats_;
   SubgroupFeatures features_;
+  PFN_vkGetPipelineExecutablePropertiesKHR executableProperties_ = nullptr;
+  PFN_vkGetPipelineExecutableStatisticsKHR executableStatistics_ = nullptr;
 };
 
 /// FNV-1a over bytes (stable across runs and builds, unlike absl::Hash).

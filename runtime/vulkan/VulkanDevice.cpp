@@ -46,7 +46,8 @@ absl::Status VulkanDevice::init(const VulkanDeviceOptions &options) {
   }
   SINTER_RETURN_IF_ERROR(createInstance(validation_));
   SINTER_RETURN_IF_ERROR(pickPhysicalDevice(selector));
-  SINTER_RETURN_IF_ERROR(createLogicalDevice());
+  const bool statistics = options.pipelineStatistics || envIsOne("SINTER_VK_PIPELINE_STATS");
+  SINTER_RETURN_IF_ERROR(createLogicalDevice(statistics));
   timestamps_ = timestamps_ && caps_.timestampValidBits > 0;
   memory_ = std::make_unique<VulkanMemory>(physical_, device_, options.memoryBlockBytes,
                                            caps_.minStorageBufferOffsetAlignment);
@@ -61,6 +62,13 @@ absl::Status VulkanDevice::init(const VulkanDeviceOptions &options) {
   pipelines_ = std::make_unique<PipelineCache>(device_, props, cacheDir);
   pipelines_->setSubgroupFeatures({caps_.computeFullSubgroups, caps_.subgroupSizeControl,
                                    caps_.minSubgroupSize, caps_.maxSubgroupSize});
+  if (statistics && !caps_.pipelineExecutableInfo)
+    std::fprintf(stderr,
+                 "sinter: vulkan: pipeline statistics asked for, but %s has no "
+                 "VK_KHR_pipeline_executable_properties\n",
+                 caps_.deviceName.c_str());
+  else if (statistics)
+    pipelines_->captureStatistics();
   descriptors_ = std::make_unique<DescriptorCache>(device_);
   return absl::OkStatus();
 }

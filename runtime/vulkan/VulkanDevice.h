@@ -62,6 +62,9 @@ struct DeviceCaps {
   bool shaderSubgroupExtendedTypes = false;
   bool subgroupSizeControl = false;
   bool computeFullSubgroups = false;
+  /// VK_KHR_pipeline_executable_properties with pipelineExecutableInfo (enabled only when
+  /// pipeline statistics are asked for).
+  bool pipelineExecutableInfo = false;
   std::array<uint32_t, 3> maxComputeWorkGroupSize = {0, 0, 0};
   std::array<uint32_t, 3> maxComputeWorkGroupCount = {0, 0, 0};
   uint32_t maxComputeWorkGroupInvocations = 0;
@@ -90,6 +93,11 @@ struct VulkanDeviceOptions {
   bool timestamps = false;
   /// Folder of the disk pipeline cache; empty: SINTER_CACHE_DIR, and in memory only when unset.
   std::string pipelineCacheDir;
+  /// Capture the driver's statistics of every pipeline (registers, shared memory, spills: what
+  /// VK_KHR_pipeline_executable_properties reports) into Pipeline::statistics and print one line
+  /// per pipeline to stderr (also set by SINTER_VK_PIPELINE_STATS=1). Needs the extension:
+  /// without it the statistics stay empty and one line says so.
+  bool pipelineStatistics = false;
 };
 
 /// A range of a device-local storage buffer. Several refs may share one VkBuffer (sub-allocation);
@@ -109,6 +117,8 @@ struct BufferRef {
 struct KernelBinary {
   std::vector<uint32_t> spirv;
   std::string entryPoint = "main";
+  /// What pipeline statistics are printed under (empty: the entry point).
+  std::string name;
   uint32_t numBuffers = 0;
   uint32_t pushConstantBytes = 0;
   std::array<uint32_t, 3> localSize = {1, 1, 1};
@@ -216,7 +226,7 @@ private:
   absl::Status init(const VulkanDeviceOptions &options);
   absl::Status createInstance(bool validation);
   absl::Status pickPhysicalDevice(const std::string &selector);
-  absl::Status createLogicalDevice();
+  absl::Status createLogicalDevice(bool pipelineStatistics);
   void recordMessage(VkDebugUtilsMessageSeverityFlagBitsEXT severity, const char *id,
                      const char *text);
   static VKAPI_ATTR VkBool32 VKAPI_CALL onMessage(VkDebugUtilsMessageSeverityFlagBitsEXT severity,

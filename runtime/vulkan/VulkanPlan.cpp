@@ -70,6 +70,7 @@ public:
     if (queries_ != VK_NULL_HANDLE)
       vkDestroyQueryPool(device_->device(), queries_, nullptr);
     device_->freeBuffer(scratch_);
+    device_->freeBuffer(attentionScratch_);
     for (const BufferRef &r : retired_)
       device_->freeBuffer(r);
   }
@@ -116,6 +117,17 @@ private:
   VkQueryPool queries_ = VK_NULL_HANDLE;
   /// Overlapping same-buffer copies go through this (grown as needed, kept for the next run).
   BufferRef scratch_;
+  /// Split attention's counters and shares: a region per dispatch, zeroed when (re)allocated.
+  BufferRef attentionScratch_;
+  uint64_t attentionCursor_ = 0;
+  static uint64_t attentionScratchBytes(const VulkanKernel &k,
+                                        const std::array<uint32_t, 6> *attentionWords) {
+    return attentionWords ? uint64_t(4) * k.scratchWordsPerHead * (*attentionWords)[0] : 0;
+  }
+  uint64_t alignScratch(uint64_t bytes) const {
+    uint64_t a = std::max<uint64_t>(device_->caps().minStorageBufferOffsetAlignment, 4);
+    return (bytes + a - 1) / a * a;
+  }
   std::vector<BufferRef> retired_; ///< outgrown scratch ranges, freed after the submission
   // Counters of the run in progress.
   uint64_t barriers_ = 0, submissions_ = 0, copies_ = 0, uploads_ = 0, dispatched_ = 0;
@@ -239,12 +251,27 @@ absl::Status VulkanPlanImpl::recordDispatch(Segment &seg, const VulkanCompiler::
   for (int i = 0; i < 5; ++i)
     ints[i] = static_cast<int64_t>(op.ints[i]);
   std::array<uint32_t, 3> groups =
-      k.perHead ? std::array<uint32_t, 3>{attentionWords ? (*attentionWords)[0] : 0u, 1, 1}
-                : k.grid(ints);
+      k.perHead
+          ? std::array<uint32_t, 3>{attentionWords
+                                        ? (*attentionWords)[0] * std::max(k.attentionSplits, 1u)
+                                        : 0u,
+                                    1, 1}
+          : k.grid(ints);
   absl::InlinedVector<BufferRef, 12> refs;
   for (uint32_t i = 0; i < k.binary.numBuffers; ++i) {
     size_t m = k.bindingMembers.empty() ? 0 : k.bindingMembers[i];
     size_t operand = k.bindingOperands.empty() ? i : k.bindingOperands[i];
+    if (m == kScratchBindingMember) {
+      // This dispatch's region of the attention scratch (sized and zeroed by run()).
+      uint64_t bytes = attentionScratchBytes(k, attentionWords);
+      if (!attentionWords || attentionCursor_ + bytes > attentionScratch_.size)
+        return absl::InternalError(
+            absl::StrCat("vulkan: kernel ", k.name, " needs attention scratch the plan lacks"));
+      refs.push_back(
+          BufferRef{attentionScratch_.buffer, attentionScratch_.offset + attentionCursor_, bytes});
+      attentionCursor_ += alignScratch(bytes);
+      continue;
+    }
     if (m >= ops.size())
       return absl::InternalError(
           absl::StrCat("vulkan: kernel ", k.name, " binds member ", m, " of ", ops.size()));
@@ -305,10 +332,27 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
     SINTER_RETURN_IF_ERROR(vkStatus(vkCreateQueryPool(device_->device(), &info, nullptr, &queries_),
                                     "vkCreateQueryPool"));
   }
+  // Split attention's scratch: one region per dispatch, zeroed once when allocated (each
+  // dispatch leaves its counters zero again).
+  attentionCursor_ = 0;
+  uint64_t attentionBytes = 0;
+  for (const Step &s : steps_)
+    if (s.kind == Step::Kind::Dispatch && s.heads && s.built && s.built->kernel.scratchWordsPerHead)
+      attentionBytes += alignScratch(attentionScratchBytes(s.built->kernel, &s.heads->words));
+  bool zeroAttention = attentionScratch_.size < attentionBytes;
+  if (zeroAttention) {
+    device_->freeBuffer(std::exchange(attentionScratch_, BufferRef{})); // no run in flight
+    SINTER_ASSIGN_OR_RETURN(attentionScratch_, device_->createBuffer(attentionBytes));
+  }
   Segment seg;
   SINTER_RETURN_IF_ERROR(begin(seg, 0));
   if (queries_ != VK_NULL_HANDLE)
     vkCmdResetQueryPool(seg.cmd, queries_, 0, static_cast<uint32_t>(2 * dispatches_));
+  if (zeroAttention) {
+    vkCmdFillBuffer(seg.cmd, attentionScratch_.buffer, attentionScratch_.offset,
+                    attentionScratch_.size, 0);
+    barrier(seg);
+  }
   HazardTracker hazards(numSlots_);
   std::vector<uint32_t> dispatchSteps;
   absl::Status status;

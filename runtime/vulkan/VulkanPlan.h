@@ -31,6 +31,9 @@
 
 namespace sinter::runtime::vulkan {
 
+/// VulkanKernel::bindingMembers of a binding the plan provides (attention's scratch).
+inline constexpr uint8_t kScratchBindingMember = 255;
+
 /// One compiled kernel as the runtime dispatches it.
 struct VulkanKernel {
   std::string name;
@@ -47,6 +50,11 @@ struct VulkanKernel {
   /// lists follow the members' integers, and the grid is one workgroup per head.
   uint32_t extraPushWords = 0;
   bool perHead = false;
+  /// Attention split over the positions: attentionSplits workgroups per head, and a binding
+  /// (bindingMembers[i] == kScratchBindingMember) of scratchWordsPerHead u32s a head that the
+  /// plan provides, zeroed once (the kernel leaves it zero).
+  uint32_t attentionSplits = 1;
+  uint32_t scratchWordsPerHead = 0;
   /// Workgroups for the anchor's integer arguments (all of them); a zero count skips the dispatch.
   std::function<std::array<uint32_t, 3>(const int64_t *ints)> grid;
 };

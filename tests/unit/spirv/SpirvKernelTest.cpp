@@ -61,6 +61,7 @@ protected:
     t.qmatmulIntDot = intDot_;
     t.maxSharedMemoryBytes = runner_->maxSharedMemory();
     t.attentionWorkgroup = attentionWorkgroup_;
+    t.attentionSplits = attentionSplits_;
     return t;
   }
 
@@ -72,12 +73,12 @@ protected:
     // Kernels are cached by key: the row counts of one shape share a kernel, as in the runtime.
     codegen::KernelSpec spec = codegen::singleOpSpec(op, paramMask);
     SpirvTarget t = custom ? *custom : target();
-    std::string key = spec.key() + "/" + std::to_string(t.qmatmulRows) + "/" +
-                      std::to_string(t.qmatmulWorkgroup) + "/" +
-                      std::to_string(t.qmatmulBlocksPerStep) +
-                      (t.qmatmulGenericDecode ? "/generic" : "") +
-                      (t.qmatmulSplitBlocks ? "/split" : "") + (t.qmatmulIntDot ? "/dot" : "") +
-                      (t.qmatmulPrefetch ? "" : "/late") + "/" + std::to_string(t.qmatmulUnroll);
+    std::string key =
+        spec.key() + "/" + std::to_string(t.qmatmulRows) + "/" +
+        std::to_string(t.qmatmulWorkgroup) + "/" + std::to_string(t.qmatmulBlocksPerStep) +
+        (t.qmatmulGenericDecode ? "/generic" : "") + (t.qmatmulSplitBlocks ? "/split" : "") +
+        (t.qmatmulIntDot ? "/dot" : "") + (t.qmatmulPrefetch ? "" : "/late") + "/" +
+        std::to_string(t.qmatmulUnroll) + "/" + std::to_string(t.qmatmulDotUnroll);
     auto cached = kernels_->find(key);
     if (cached == kernels_->end()) {
       absl::StatusOr<SpirvKernel> built = codegen::buildSpirvKernel(spec, t);
@@ -227,6 +228,8 @@ protected:
     absl::StatusOr<SpirvKernel> k = codegen::buildSpirvKernel(spec, target());
     ASSERT_TRUE(k.ok()) << what << ": " << k.status();
     ASSERT_TRUE(k->perHead);
+    const uint32_t splits = std::max(attentionSplits_, 1u);
+    ASSERT_EQ(k->attentionSplits, splits) << what;
     std::mt19937 rng(11);
     std::vector<uint64_t> sizes(5, 0);
     for (const OpCall &op : members) {
@@ -245,7 +248,7 @@ protected:
     OpBuffers ref = out;
     VkDispatch d;
     d.words = &k->words;
-    d.grid = {heads, 1, 1};
+    d.grid = {heads * splits, 1, 1};
     auto push = [&](uint32_t word) {
       const auto *bytes = reinterpret_cast<const uint8_t *>(&word);
       d.pushConstants.insert(d.pushConstants.end(), bytes, bytes + 4);
@@ -255,11 +258,29 @@ protected:
     ASSERT_EQ(k->extraPushWords, uint32_t(codegen::kAttnExtraWords));
     for (uint32_t w : {heads, group, headDim, headDim, headDim, headDim})
       push(w);
-    for (uint32_t i = 0; i < k->numBindings(); ++i)
+    for (uint32_t i = 0; i < k->numBindings(); ++i) {
+      if (k->bindingMembers[i] == codegen::kScratchMember) {
+        // Split attention's scratch, zero as the runtime gives it.
+        ASSERT_GT(splits, 1u);
+        ASSERT_EQ(i + 1, k->numBindings()) << "scratch is the last binding";
+        d.bindingBuffers.push_back(out.bytes.size());
+        out.bytes.emplace_back(4ull * heads * k->scratchWordsPerHead, 0);
+        continue;
+      }
       d.bindingBuffers.push_back(
           slotOfOperand(members[k->bindingMembers[i]], k->bindingOperands[i]));
-    absl::Status status = runner_->run(d, out.bytes);
-    ASSERT_TRUE(status.ok()) << what << ": " << status;
+    }
+    // Twice with the same scratch: the kernel must leave its counters at zero for the next run.
+    for (int run = 0; run < (splits > 1 ? 2 : 1); ++run) {
+      absl::Status status = runner_->run(d, out.bytes);
+      ASSERT_TRUE(status.ok()) << what << ": " << status;
+    }
+    if (splits > 1) {
+      std::vector<uint32_t> counters(heads);
+      std::memcpy(counters.data(), out.bytes.back().data(), 4 * heads);
+      for (uint32_t h = 0; h < heads; ++h)
+        EXPECT_EQ(counters[h], 0u) << what << ": head " << h << "'s counter after the run";
+    }
     for (const OpCall &op : members)
       runReference(op, ref);
     for (uint32_t s : {2u, 4u}) {
@@ -280,8 +301,9 @@ protected:
   bool split_ = true;
   /// target()'s SpirvTarget::qmatmulIntDot (int8 x where the device has integer dot products).
   bool intDot_ = true;
-  /// target()'s SpirvTarget::attentionWorkgroup.
+  /// target()'s SpirvTarget::attentionWorkgroup and attentionSplits.
   uint32_t attentionWorkgroup_ = 0;
+  uint32_t attentionSplits_ = 0;
   static std::map<std::string, SpirvKernel> *kernels_;
 };
 VkRunner *SpirvKernelTest::runner_ = nullptr;
@@ -387,6 +409,7 @@ TEST_F(SpirvKernelTest, QuantizedMatmulScheduleOverrides) {
     uint32_t unroll = 0;
     bool dot = false;
     bool prefetch = true;
+    uint32_t dotUnroll = 0;
   };
   // The pair-per-lane schedule (split off), the split one, then split with int8 x (where the
   // device has integer dot products; f32 x elsewhere).
@@ -411,7 +434,10 @@ TEST_F(SpirvKernelTest, QuantizedMatmulScheduleOverrides) {
                   Knobs{1, 0, 0, false, true, 0, true},
                   Knobs{4, 2 * s, 0, false, true, 0, true},
                   Knobs{2, s, 0, false, true, 0, true},
-                  Knobs{0, 0, 0, false, true, 0, true, false}}) {
+                  Knobs{0, 0, 0, false, true, 0, true, false},
+                  Knobs{0, 0, 0, false, true, 0, true, false, 1},
+                  Knobs{2, 0, 0, false, true, 0, true, false, 3},
+                  Knobs{1, 0, 0, false, true, 0, true, true, 16}}) {
     SpirvTarget t = target();
     t.qmatmulRows = k.rows;
     t.qmatmulWorkgroup = k.workgroup;
@@ -421,10 +447,11 @@ TEST_F(SpirvKernelTest, QuantizedMatmulScheduleOverrides) {
     t.qmatmulUnroll = k.unroll;
     t.qmatmulIntDot = k.dot;
     t.qmatmulPrefetch = k.prefetch;
-    std::string knobs = "rows " + str(k.rows) + " wg " + str(k.workgroup) + " step " + str(k.step) +
-                        (k.generic ? " decode generic" : "") +
-                        (k.split ? " split unroll " + str(k.unroll) : "") +
-                        (k.dot ? " int8 x" : "") + (k.prefetch ? "" : " no prefetch");
+    t.qmatmulDotUnroll = k.dotUnroll;
+    std::string knobs =
+        "rows " + str(k.rows) + " wg " + str(k.workgroup) + " step " + str(k.step) +
+        (k.generic ? " decode generic" : "") + (k.split ? " split unroll " + str(k.unroll) : "") +
+        (k.dot ? " int8 x unroll " + str(k.dotUnroll) : "") + (k.prefetch ? "" : " no prefetch");
     for (DType dtype : {DType::Q4_0, DType::Q8_0, DType::Q5_0})
       for (uint32_t rows : {1u, 37u, 130u})
         check(ops::quantizedMatmul(slot(0), slot(1), slot(2), rows, 1024, dtype),
@@ -517,6 +544,20 @@ TEST_F(SpirvKernelTest, AttentionOverHeads) {
   attentionWorkgroup_ = 2 * target().subgroupSize;
   checkAttention(8, 4, 64, 257, "8 heads, head_dim 64, 257 positions, 2 subgroups");
   attentionWorkgroup_ = 0;
+  // Split over the positions (attnsplit=N): shares that are empty (more shares than chunks of 4
+  // positions), uneven and many.
+  for (uint32_t splits : {2u, 4u, 16u}) {
+    attentionSplits_ = splits;
+    std::string s = ", split " + str(splits);
+    checkAttention(4, 2, 8, 5, "4 heads (2 per K/V head), head_dim 8, 5 positions" + s);
+    checkAttention(8, 1, 64, 257, "8 heads, head_dim 64, 257 positions" + s);
+    checkAttention(3, 3, 128, 1, "3 heads sharing K/V, head_dim 128, 1 position" + s);
+  }
+  attentionWorkgroup_ = 2 * target().subgroupSize;
+  attentionSplits_ = 4;
+  checkAttention(8, 4, 64, 257, "8 heads, head_dim 64, 257 positions, 2 subgroups, split 4");
+  attentionWorkgroup_ = 0;
+  attentionSplits_ = 0;
 }
 
 TEST_F(SpirvKernelTest, UnsupportedFusionIsUnimplemented) {

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "VulkanTestUtil.h"
+#include "runtime/vulkan/PipelineCache.h"
 #include "gtest/gtest.h"
 
 namespace sinter::runtime::vulkan {
@@ -107,6 +108,28 @@ TEST(VulkanDeviceTest, DispatchOnceAddsTwoVectors) {
   // The same kernel again hits the pipeline cache.
   ASSERT_TRUE(device->dispatchOnce(k, refs, bytesOf(n), {(n + 63) / 64, 1, 1}).ok());
   test::expectNoValidationMessages(*device);
+}
+
+TEST(VulkanDeviceTest, PipelineStatisticsAreCapturedWhereTheDriverHasThem) {
+  VulkanDeviceOptions options;
+  options.pipelineStatistics = true;
+  SINTER_VK_DEVICE_OR_SKIP(device, options);
+  if (!device->caps().pipelineExecutableInfo)
+    GTEST_SKIP() << device->caps().deviceName << " has no VK_KHR_pipeline_executable_properties";
+  KernelBinary k = test::loadKernel("add_f32", 3, 4);
+  k.name = "add_f32";
+  absl::StatusOr<const Pipeline *> p = device->pipelines().get(k);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_FALSE((*p)->statistics.empty());
+  for (const std::string &stat : (*p)->statistics)
+    EXPECT_NE(stat.find('='), std::string::npos) << stat;
+  // Without the option nothing is captured.
+  SINTER_VK_DEVICE_OR_SKIP(plain);
+  absl::StatusOr<const Pipeline *> q = plain->pipelines().get(k);
+  ASSERT_TRUE(q.ok()) << q.status();
+  EXPECT_TRUE((*q)->statistics.empty());
+  test::expectNoValidationMessages(*device);
+  test::expectNoValidationMessages(*plain);
 }
 
 TEST(VulkanDeviceTest, DispatchRejectsAMismatchedInterface) {

@@ -8,6 +8,7 @@
 // must agree with the reference's, with the fused launches (rms_norm prologues, epilogues,
 // attention over the heads) actually taken. Skips when there is no Vulkan device or SPIR-V
 // generator.
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -38,6 +39,10 @@ struct Shared {
   runtime::vulkan::VulkanKernelBuilder builder;
   /// Built with SINTER_PRECISE=1: activations stay f32 (no int8 x in quantized_matmul).
   runtime::vulkan::VulkanKernelBuilder precise;
+  /// SINTER_PRECISE=1 and SINTER_VK_QMATMUL=attnsplit=4: attention split over the positions, 4
+  /// workgroups a head; `splitSeen` is the most splits of any kernel it built.
+  runtime::vulkan::VulkanKernelBuilder split;
+  std::shared_ptr<std::atomic<uint32_t>> splitSeen = std::make_shared<std::atomic<uint32_t>>(0);
 };
 
 runtime::vulkan::VulkanKernelBuilder memoized(runtime::vulkan::VulkanKernelBuilder inner) {
@@ -63,6 +68,20 @@ Shared &shared() {
     std::string saved = was ? was : "";
     setenv("SINTER_PRECISE", "1", 1);
     made->precise = memoized(spirvCodegenBuilder(made->device->caps()));
+    const char *knobs = std::getenv("SINTER_VK_QMATMUL");
+    std::string savedKnobs = knobs ? knobs : "";
+    setenv("SINTER_VK_QMATMUL", "attnsplit=4", 1);
+    runtime::vulkan::VulkanKernelBuilder split = spirvCodegenBuilder(made->device->caps());
+    if (knobs)
+      setenv("SINTER_VK_QMATMUL", savedKnobs.c_str(), 1);
+    else
+      unsetenv("SINTER_VK_QMATMUL");
+    made->split = memoized([split, seen = made->splitSeen](const codegen::KernelSpec &spec) {
+      absl::StatusOr<runtime::vulkan::VulkanKernel> k = split(spec);
+      if (k.ok() && k->attentionSplits > seen->load())
+        seen->store(k->attentionSplits);
+      return k;
+    });
     if (was)
       setenv("SINTER_PRECISE", saved.c_str(), 1);
     else
@@ -74,13 +93,13 @@ Shared &shared() {
 
 std::unique_ptr<ComputeBackend> vulkanBackend(bool fusion,
                                               std::shared_ptr<runtime::vulkan::VulkanStatsSink> st,
-                                              bool precise = false) {
+                                              bool precise = false, bool split = false) {
   BackendOptions o;
   o.kind = "vulkan";
   o.fusion = fusion;
   VulkanBackendOptions v;
   v.device = shared().device;
-  v.builder = precise ? shared().precise : shared().builder;
+  v.builder = split ? shared().split : precise ? shared().precise : shared().builder;
   v.stats = std::move(st);
   v.logFallbacks = false;
   absl::StatusOr<std::unique_ptr<ComputeBackend>> b = createVulkanBackend(o, v);
@@ -177,6 +196,33 @@ TEST_P(VulkanSyntheticDecode, LogitsAgreeWithTheReference) {
   runtime::vulkan::VulkanCompilerStats s = stats->get();
   EXPECT_EQ(s.fusedFallbacks, 0u);
   // Per layer 8 fused launches of 9 (rope alone), plus the final norm and classifier.
+  EXPECT_EQ(s.fusedDispatches, (8u * w->config.nLayers + 1) * s.runs);
+}
+
+// Attention split over the positions (attnsplit=4, scratch and an atomic merge per head) agrees
+// with the reference over 24 positions: shares empty at first, then uneven.
+TEST_F(VulkanFuzzTest, SplitAttentionDecodeAgreesWithTheReference) {
+  model::SyntheticOptions so;
+  so.dtype = DType::Q8_0;
+  absl::StatusOr<model::ModelWeights> w = model::generatePreset("micro", so);
+  ASSERT_TRUE(w.ok()) << w.status();
+  auto stats = std::make_shared<runtime::vulkan::VulkanStatsSink>();
+  std::unique_ptr<ComputeBackend> split = vulkanBackend(true, stats, true, true);
+  std::unique_ptr<ComputeBackend> reference = *createBackend(BackendOptions{});
+  ASSERT_TRUE(split);
+  auto a = model::Decoder::create(*split, *w);
+  auto b = model::Decoder::create(*reference, *w);
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::vector<float> got(w->config.vocabSize), want(w->config.vocabSize);
+  for (uint32_t pos = 0; pos < 24; ++pos) {
+    uint32_t token = (pos * 37 + 5) % w->config.vocabSize;
+    ASSERT_TRUE((*a)->step(token, pos, absl::MakeSpan(got)).ok());
+    ASSERT_TRUE((*b)->step(token, pos, absl::MakeSpan(want)).ok());
+    EXPECT_TRUE(test::nmseWithin<float>(got, want, test::kF32Tolerance)) << "position " << pos;
+  }
+  EXPECT_EQ(shared().splitSeen->load(), 4u) << "the attention kernels were not split";
+  runtime::vulkan::VulkanCompilerStats s = stats->get();
+  EXPECT_EQ(s.fusedFallbacks, 0u);
   EXPECT_EQ(s.fusedDispatches, (8u * w->config.nLayers + 1) * s.runs);
 }
 

@@ -49,7 +49,7 @@ struct SpirvTarget {
   /// Split schedule: blocks a lane loads before computing them (1..4; 0: the built-in choice,
   /// `unroll=N`).
   uint32_t qmatmulUnroll = 0;
-  /// int8-x quantized_matmul: blocks a lane loads before computing them (1..16; 0: default).
+  /// int8-x quantized_matmul: the most blocks a lane loads before computing them (1..16; 0: 16).
   uint32_t qmatmulDotUnroll = 0;
   /// Q4_0/Q8_0 on a device with integer dot products (intDot): quantize x to int8 per block of
   /// 32 in workgroup memory and multiply 4 quants at a time (SEMANTICS.md's 5e-4 bound for
@@ -63,9 +63,9 @@ struct SpirvTarget {
   uint32_t maxSharedMemoryBytes = 16384;
   /// Attention over heads: the most invocations per workgroup (0: 1024; `attnwg=N`).
   uint32_t attentionWorkgroup = 0;
-  /// Attention over heads: workgroups per head (`attnsplit=N`, 1..64; 0 or 1: one). Each takes a
-  /// contiguous share of the positions; the last of a head to finish (an atomic counter in a
-  /// scratch binding) merges the shares.
+  /// Attention over heads: workgroups per head (`attnsplit=N`, 1..64; 0: the default, 8; 1: one
+  /// workgroup a head). Each takes a contiguous share of the positions; the last of a head to
+  /// finish (an atomic counter in a scratch binding) merges the shares.
   uint32_t attentionSplits = 0;
   /// Decorate quantized_matmul's W and x (or its norm prologue's in and weight) and attention's
   /// q, K and V NonWritable (`SINTER_VK_QMATMUL=nonwritable=0` leaves them undecorated).

@@ -351,7 +351,10 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
   if (zeroAttention) {
     vkCmdFillBuffer(seg.cmd, attentionScratch_.buffer, attentionScratch_.offset,
                     attentionScratch_.size, 0);
-    barrier(seg);
+    // Setup, not a dependency of the graph: not counted in barriers_.
+    recordMemoryBarrier(seg.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+                        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                        VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
   }
   HazardTracker hazards(numSlots_);
   std::vector<uint32_t> dispatchSteps;

@@ -228,8 +228,11 @@ protected:
     absl::StatusOr<SpirvKernel> k = codegen::buildSpirvKernel(spec, target());
     ASSERT_TRUE(k.ok()) << what << ": " << k.status();
     ASSERT_TRUE(k->perHead);
-    const uint32_t splits = std::max(attentionSplits_, 1u);
-    ASSERT_EQ(k->attentionSplits, splits) << what;
+    const uint32_t splits = k->attentionSplits;
+    if (attentionSplits_ > 0)
+      ASSERT_EQ(splits, attentionSplits_) << what;
+    else
+      ASSERT_GT(splits, 1u) << what << ": attention is split by default";
     std::mt19937 rng(11);
     std::vector<uint64_t> sizes(5, 0);
     for (const OpCall &op : members) {
@@ -536,6 +539,8 @@ TEST_F(SpirvKernelTest, FusedQuantizedMatmulEpilogues) {
 }
 
 TEST_F(SpirvKernelTest, AttentionOverHeads) {
+  // One workgroup a head (attnsplit=1), then the default split.
+  attentionSplits_ = 1;
   checkAttention(4, 2, 8, 5, "4 heads (2 per K/V head), head_dim 8, 5 positions");
   checkAttention(8, 1, 64, 257, "8 heads, head_dim 64, 257 positions");
   checkAttention(3, 3, 128, 1, "3 heads sharing K/V, head_dim 128, 1 position");
@@ -546,9 +551,9 @@ TEST_F(SpirvKernelTest, AttentionOverHeads) {
   attentionWorkgroup_ = 0;
   // Split over the positions (attnsplit=N): shares that are empty (more shares than chunks of 4
   // positions), uneven and many.
-  for (uint32_t splits : {2u, 4u, 16u}) {
+  for (uint32_t splits : {0u, 2u, 4u, 16u}) {
     attentionSplits_ = splits;
-    std::string s = ", split " + str(splits);
+    std::string s = ", split " + (splits ? str(splits) : "(default)");
     checkAttention(4, 2, 8, 5, "4 heads (2 per K/V head), head_dim 8, 5 positions" + s);
     checkAttention(8, 1, 64, 257, "8 heads, head_dim 64, 257 positions" + s);
     checkAttention(3, 3, 128, 1, "3 heads sharing K/V, head_dim 128, 1 position" + s);

@@ -70,6 +70,8 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps) {
         target.qmatmulUnroll = v;
       else if (kv.first == "dotunroll")
         target.qmatmulDotUnroll = v;
+      else if (kv.first == "groups")
+        target.qmatmulGroups = v;
       else if (kv.first == "attnwg")
         target.attentionWorkgroup = v;
       else if (kv.first == "attnsplit")

@@ -16,7 +16,9 @@
 # One device call (the timeouts below keep it inside the 600 s limit):
 #   run(command="bash bench/vulkan/run-h200.sh", carry=[".gl", ".carry"], timeout_s=600)
 # `bash bench/vulkan/run-h200.sh tests` or `... bench` runs one half (two calls, more slack);
-# `... sweep` times the fused decode under quantized_matmul schedule overrides (sweep.json).
+# `... sweep` times the fused decode under quantized_matmul schedule overrides (sweep.json);
+# `... kernels` runs sinter-bench-vulkan-kernels (the read probe, then quantized_matmul at the
+# decode's shapes) under each setting of SINTER_SWEEP (kernels.jsonl, one line per benchmark).
 # SINTER_BENCH_PRESETS, SINTER_BENCH_MIN_TIME (seconds per benchmark, default 2) and
 # SINTER_VK_VALIDATION (default 0 unless the layer was packed) change what runs.
 set -uo pipefail
@@ -26,6 +28,7 @@ out=${OUT:-$root/bench/results/vulkan-h200}
 mkdir -p "$out"
 log="$out/tests.log"
 [ "$what" = sweep ] && log="$out/sweep.log" # keep the tests' log of an earlier run in $OUT
+[ "$what" = kernels ] && log="$out/kernels.log"
 : >"$log"
 say() { echo "run-h200: $*" | tee -a "$log" >&2; }
 
@@ -63,7 +66,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >>
 # 4. Tests, each with its gtest JSON (folded into summary.json below).
 tests=(VulkanDeviceTest VulkanRuntimeTest VulkanBackendTest VulkanStories260KTest VulkanFuzzTest
   ConformanceTest)
-[ "$what" = bench ] || [ "$what" = sweep ] && tests=()
+[ "$what" = bench ] || [ "$what" = sweep ] || [ "$what" = kernels ] && tests=()
 for t in "${tests[@]}"; do
   filter='*'
   [ "$t" = ConformanceTest ] && filter='*vulkan*'
@@ -74,7 +77,7 @@ for t in "${tests[@]}"; do
 done
 
 # 5. The decode benchmark, then a few SINTER_STATS tokens for per-kernel times.
-if [ "$what" != tests ] && [ "$what" != sweep ]; then
+if [ "$what" != tests ] && [ "$what" != sweep ] && [ "$what" != kernels ]; then
   say "== sinter-bench-vulkan-decode"
   # The GPU's clocks, power and throttle reasons every 2 s while the benchmark runs (clocks.csv).
   nvidia-smi --query-gpu=timestamp,pstate,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,power.draw,power.limit,clocks_throttle_reasons.active,utilization.gpu,utilization.memory \
@@ -118,6 +121,29 @@ for b in json.load(sys.stdin).get("benchmarks", []):
     say "sweep '$q' exit ${PIPESTATUS[0]}"
   done
   cat "$out/sweep.json"
+  exit 0
+fi
+
+# 5c. `run-h200.sh kernels`: single kernels under each SINTER_SWEEP setting; the read probe runs
+# with the first setting only (it does not depend on them).
+if [ "$what" = kernels ]; then
+  settings=${SINTER_SWEEP:-"default"}
+  filter=.
+  for q in $settings; do
+    [ "$q" = default ] && q=
+    SINTER_VK_QMATMUL="$q" timeout "${SINTER_KERNELS_TIMEOUT:-120}" \
+      "$dest/bin/sinter-bench-vulkan-kernels" --benchmark_filter="$filter" \
+      --benchmark_format=json 2>>"$log" |
+      python3 -c '
+import json, sys
+for b in json.load(sys.stdin).get("benchmarks", []):
+    row = {"qmatmul": sys.argv[1] or "default", "name": b["name"].split("/min")[0].split("/iter")[0]}
+    for k in ("read_GB_per_s", "read_GB_per_s_1GiB", "us_per_launch", "GB_per_s", "error_message"):
+        if k in b: row[k] = round(b[k], 2) if isinstance(b[k], float) else b[k]
+    print(json.dumps(row))' "$q" | tee -a "$out/kernels.jsonl"
+    say "kernels '$q' exit ${PIPESTATUS[0]}"
+    filter=QMatmul
+  done
   exit 0
 fi
 

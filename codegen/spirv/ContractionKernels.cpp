@@ -250,7 +250,12 @@ Value workgroupArray(Emitter &e, mlir::Type element, int64_t n) {
   return e.b.create<mlir::memref::AllocOp>(e.loc, type).getResult();
 }
 
-using Finish = llvm::function_ref<void(llvm::SmallVector<Value>, Value)>;
+// The rows' sums across the cluster, the norm's scale, the stores and epilogues of the rows from
+// `firstRow` (the tile's); `squares` is the norm's sum of squares when the workgroup already has
+// it.
+using Finish = llvm::function_ref<void(llvm::SmallVector<Value>, Value, Value)>;
+// The first row of tile `tile` and the byte offsets of its rows (clamped to the last row).
+using TileRows = llvm::function_ref<std::pair<Value, llvm::SmallVector<Value, 4>>(Value)>;
 
 // Matrices of fewer rows keep x in f32 (a branch on n_rows in the kernel).
 constexpr int64_t kIntDotMinRows = 64;
@@ -263,8 +268,11 @@ constexpr int64_t kIntDotMinRows = 64;
 // q (SUDot), a Q8_0 word one signed vector (SDot), and a block adds d_w (d_x Σ q_w q_x - 8 d_x Σ
 // q_x) over its lanes. Quantizing x costs accuracy (SEMANTICS.md's 5e-4 bound) for a quarter of
 // the bytes of x and a quarter of the multiplies.
+//
+// With KernelPlan::maxGroups the grid is capped and workgroup g loops over the tiles g, g + G,
+// ... (G the grid's size) after quantizing x once.
 void emitIntDotQMatmul(Emitter &e, const OpShape &op, Value x4, Value g4, Value nBlocks,
-                       llvm::ArrayRef<Value> rowBases, Value lane, uint32_t lanes, Finish finish) {
+                       Value nRows, TileRows tileRows, Value lane, uint32_t lanes, Finish finish) {
   mlir::OpBuilder &b = e.b;
   const QuantLayout layout = quantLayout(op.dtype);
   const bool q4 = op.dtype == DType::Q4_0;
@@ -278,9 +286,19 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, Value x4, Value g4, Value 
   Value word = e.remu(lane, e.ci(perBlock));
   Value firstWord = e.ult(word, e.ci(1));
   const bool alignedRows = (op.ints[1] / layout.blockWeights * layout.blockBytes) % 4 == 0;
+  // The tile's row offsets in bytes and words (set per tile below).
+  llvm::SmallVector<Value, 4> rowBases;
   llvm::SmallVector<Value, 8> rowWords;
-  for (int64_t r = 0; r < rows; ++r)
-    rowWords.push_back(e.divu(rowBases[r], e.ci(4)));
+  auto setTile = [&](Value tile) {
+    auto [first, bases] = tileRows(tile);
+    rowBases.assign(bases.begin(), bases.end());
+    rowWords.clear();
+    for (int64_t r = 0; r < rows; ++r)
+      rowWords.push_back(e.divu(rowBases[r], e.ci(4)));
+    return first;
+  };
+  Value group = e.groupId();
+  Value firstRow = setTile(group);
   auto format = mlir::spirv::PackedVectorFormatAttr::get(
       b.getContext(), mlir::spirv::PackedVectorFormat::PackedVectorFormat4x8Bit);
   auto loadW = [&](Value blk) {
@@ -383,49 +401,63 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, Value x4, Value g4, Value 
                           return llvm::SmallVector<Value>{e.fadd(it[0], e.load(partials, j))};
                         })[0];
   // 2. W: the split schedule's words, lane l taking word l % W of blocks l / W, l / W + L / W...
-  llvm::SmallVector<Value, 4> inits(rows, e.cf(0.0));
-  Value stride = e.ci(lanes / perBlock), firstBlock = e.divu(lane, e.ci(perBlock));
-  llvm::SmallVector<Value> accs;
-  if (prefetched) {
-    // The block loaded before quantizing x: its loads were in flight meanwhile.
-    Value live = e.ult(firstBlock, nBlocks);
-    llvm::SmallVector<Value> first =
-        addBlock(clampedFirst, *prefetched, llvm::SmallVector<Value>(inits.begin(), inits.end()));
-    for (int64_t r = 0; r < rows; ++r)
-      accs.push_back(e.select(live, first[r], inits[r]));
-    firstBlock = e.add(firstBlock, stride);
-  } else {
-    accs.assign(inits.begin(), inits.end());
-  }
-  // U blocks per iteration (KernelPlan::intDotUnroll), all their loads issued before any of
-  // their products, so that a lane has U blocks of W in flight instead of one memory latency
-  // per block; blocks past the end read the last block and add nothing.
-  const int64_t unroll = e.plan.intDotUnroll;
-  Value lastBlock = e.sub(nBlocks, e.ci(1));
-  accs = e.forLoop(firstBlock, nBlocks, e.mul(stride, e.ci(unroll)), accs,
-                   [&](Value blk0, mlir::ValueRange iters) {
-                     llvm::SmallVector<Value> next(iters.begin(), iters.end());
-                     llvm::SmallVector<Value, 16> blks, lives;
-                     llvm::SmallVector<SplitWords, 16> loaded;
-                     for (int64_t u = 0; u < unroll; ++u) {
-                       Value blk = blk0, live;
-                       if (u > 0) {
-                         Value at = e.add(blk0, e.mul(stride, e.ci(u)));
-                         live = e.ult(at, nBlocks);
-                         blk = e.minu(at, lastBlock);
+  auto tileProducts = [&](Value tileFirst, std::optional<SplitWords> early) {
+    llvm::SmallVector<Value, 4> inits(rows, e.cf(0.0));
+    Value stride = e.ci(lanes / perBlock), firstBlock = e.divu(lane, e.ci(perBlock));
+    llvm::SmallVector<Value> accs;
+    if (early) {
+      // The block loaded before quantizing x: its loads were in flight meanwhile.
+      Value live = e.ult(firstBlock, nBlocks);
+      llvm::SmallVector<Value> first =
+          addBlock(clampedFirst, *early, llvm::SmallVector<Value>(inits.begin(), inits.end()));
+      for (int64_t r = 0; r < rows; ++r)
+        accs.push_back(e.select(live, first[r], inits[r]));
+      firstBlock = e.add(firstBlock, stride);
+    } else {
+      accs.assign(inits.begin(), inits.end());
+    }
+    // U blocks per iteration (KernelPlan::intDotUnroll), all their loads issued before any of
+    // their products, so that a lane has U blocks of W in flight instead of one memory latency
+    // per block; blocks past the end read the last block and add nothing.
+    const int64_t unroll = e.plan.intDotUnroll;
+    Value lastBlock = e.sub(nBlocks, e.ci(1));
+    accs = e.forLoop(firstBlock, nBlocks, e.mul(stride, e.ci(unroll)), accs,
+                     [&](Value blk0, mlir::ValueRange iters) {
+                       llvm::SmallVector<Value> next(iters.begin(), iters.end());
+                       llvm::SmallVector<Value, 16> blks, lives;
+                       llvm::SmallVector<SplitWords, 16> loaded;
+                       for (int64_t u = 0; u < unroll; ++u) {
+                         Value blk = blk0, live;
+                         if (u > 0) {
+                           Value at = e.add(blk0, e.mul(stride, e.ci(u)));
+                           live = e.ult(at, nBlocks);
+                           blk = e.minu(at, lastBlock);
+                         }
+                         blks.push_back(blk);
+                         lives.push_back(live);
+                         loaded.push_back(loadW(blk));
                        }
-                       blks.push_back(blk);
-                       lives.push_back(live);
-                       loaded.push_back(loadW(blk));
-                     }
-                     for (int64_t u = 0; u < unroll; ++u) {
-                       llvm::SmallVector<Value> sum = addBlock(blks[u], loaded[u], next);
-                       for (int64_t r = 0; r < rows; ++r)
-                         next[r] = lives[u] ? e.select(lives[u], sum[r], next[r]) : sum[r];
-                     }
-                     return next;
-                   });
-  finish(accs, g4 ? squares : Value());
+                       for (int64_t u = 0; u < unroll; ++u) {
+                         llvm::SmallVector<Value> sum = addBlock(blks[u], loaded[u], next);
+                         for (int64_t r = 0; r < rows; ++r)
+                           next[r] = lives[u] ? e.select(lives[u], sum[r], next[r]) : sum[r];
+                       }
+                       return next;
+                     });
+    finish(accs, g4 ? squares : Value(), tileFirst);
+  };
+  if (!e.plan.maxGroups) {
+    tileProducts(firstRow, prefetched);
+    return;
+  }
+  // A capped grid: this workgroup's tiles g, g + G, ... with the x quantized above (the first
+  // tile's rows are the ones the prefetch, if any, loaded).
+  Value units = e.ci(e.plan.unitsPerGroup);
+  Value tiles = e.divu(e.add(nRows, e.sub(units, e.ci(1))), units);
+  Value groups = e.minu(tiles, e.ci(e.plan.maxGroups));
+  tileProducts(firstRow, prefetched);
+  e.forLoop(e.add(group, groups), tiles, groups,
+            [&](Value tile) { tileProducts(setTile(tile), std::nullopt); });
 }
 
 // quantized_matmul(W, x, out, n_rows, n_cols, dtype): subgroup s of workgroup g computes rows
@@ -461,22 +493,31 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
   Value clustersPerGroup = e.ci(e.plan.workgroupSize / rowLanes);
   Value group = e.groupId();
   Value cluster = e.divu(e.threadId(), e.ci(rowLanes));
-  Value firstRow = e.mul(e.add(e.mul(group, clustersPerGroup), cluster), e.ci(rows));
+  // The first row of this cluster in tile `tile` (the workgroup's own tile unless the grid is
+  // capped, KernelPlan::maxGroups).
+  auto firstRowOf = [&](Value tile) {
+    return e.mul(e.add(e.mul(tile, clustersPerGroup), cluster), e.ci(rows));
+  };
+  Value firstRow = firstRowOf(group);
   Value lane = e.remu(e.laneId(), e.ci(rowLanes));
   lanes = rowLanes;
   // No branch around the reductions: rows past the end read the last row again and store
   // nothing, so every lane of a subgroup reaches every shuffle.
   e.ifThen(e.ult(e.ci(0), nRows), [&] {
     Value lastRow = e.sub(nRows, e.ci(1));
-    llvm::SmallVector<Value, 4> rowBases;
-    for (int64_t r = 0; r < rows; ++r)
-      rowBases.push_back(e.mul(e.minu(e.add(firstRow, e.ci(r)), lastRow), bytesPerRow));
+    auto rowBasesOf = [&](Value first) {
+      llvm::SmallVector<Value, 4> bases;
+      for (int64_t r = 0; r < rows; ++r)
+        bases.push_back(e.mul(e.minu(e.add(first, e.ci(r)), lastRow), bytesPerRow));
+      return bases;
+    };
+    llvm::SmallVector<Value, 4> rowBases = rowBasesOf(firstRow);
     // iters: one dot product per row, then the sum of squares of the norm's input.
     llvm::SmallVector<Value, 5> inits(rows + 1, e.cf(0.0));
     // The rows' sums across the cluster, the norm's scale and store, the stores and epilogues.
     // `squares`: the norm's sum of squares when the workgroup already has it (else accs[rows]
     // holds the lane's part).
-    auto finish = [&](llvm::SmallVector<Value> accs, Value squares = Value()) {
+    auto finish = [&](llvm::SmallVector<Value> accs, Value squares, Value tileFirst) {
       llvm::SmallVector<Value, 4> totals;
       for (int64_t r = 0; r < rows; ++r)
         totals.push_back(e.clusterSum(accs[r], lanes));
@@ -498,6 +539,8 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
           Value normOut = e.memberBuffer(0, 2);
           Value units = e.ci(e.plan.unitsPerGroup);
           Value groups = e.divu(e.add(nRows, e.sub(units, e.ci(1))), units);
+          if (e.plan.maxGroups) // the grid's size (each tile a workgroup takes stores it again)
+            groups = e.minu(groups, e.ci(e.plan.maxGroups));
           Value threads = e.ci(e.plan.workgroupSize);
           Value self = e.add(e.mul(group, threads), e.threadId());
           e.forLoop(self, size, e.mul(groups, threads), [&](Value i) {
@@ -510,7 +553,7 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
         }
       }
       for (int64_t r = 0; r < rows; ++r) {
-        Value row = e.add(firstRow, e.ci(r));
+        Value row = e.add(tileFirst, e.ci(r));
         Value store = e.b.create<arith::AndIOp>(e.loc, e.ult(lane, e.ci(1)), e.ult(row, nRows));
         e.ifThen(store, [&] {
           e.store(totals[r], out, row);
@@ -593,7 +636,7 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
               }
               return next;
             });
-        finish(accs);
+        finish(accs, Value(), firstRow);
       };
       // Few rows keep x in f32: their time is not the weights' bandwidth, and over a handful of
       // outputs one near-cancelling dot product, which quantizing x perturbs by about 0.4% of
@@ -601,7 +644,13 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
       if (e.plan.intDotX)
         e.ifElse(
             e.ult(e.ci(kIntDotMinRows - 1), nRows),
-            [&] { emitIntDotQMatmul(e, op, x4, g4, nBlocks, rowBases, lane, lanes, finish); },
+            [&] {
+              auto tileRows = [&](Value tile) {
+                Value first = firstRowOf(tile);
+                return std::make_pair(first, rowBasesOf(first));
+              };
+              emitIntDotQMatmul(e, op, x4, g4, nBlocks, nRows, tileRows, lane, lanes, finish);
+            },
             split);
       else
         split();
@@ -678,7 +727,7 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
                          return llvm::SmallVector<Value>{e.fma(weight, x, it[0]), squares};
                        });
     }
-    finish(accs);
+    finish(accs, Value(), firstRow);
   });
 }
 

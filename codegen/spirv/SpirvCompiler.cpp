@@ -141,6 +141,8 @@ KernelPlan planKernel(const OpShape &op, const SpirvTarget &target) {
     }
     plan.unitsPerGroup =
         plan.workgroupSize / lanes * (lanes / plan.lanesPerRow) * plan.rowsPerSubgroup;
+    if (plan.intDotX && target.qmatmulGroups >= 4 && target.qmatmulGroups <= 65535)
+      plan.maxGroups = target.qmatmulGroups;
     break;
   }
   case OpKind::AttnScore:
@@ -535,6 +537,7 @@ absl::StatusOr<SpirvKernel> buildSpirvKernel(const KernelSpec &spec, const Spirv
   kernel.anchorMember = static_cast<uint8_t>(spec.prologue.size());
   kernel.kind = op.kind;
   kernel.unitsPerGroup = plan.unitsPerGroup;
+  kernel.maxGroups = plan.maxGroups;
   return kernel;
 }
 

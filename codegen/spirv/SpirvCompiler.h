@@ -59,6 +59,10 @@ struct SpirvTarget {
   /// H200, side by side, it gained nothing (llama-7b 148.3 and 150.2 tokens/s against 150.6 and
   /// 160.8 without, alternating).
   bool qmatmulPrefetch = false;
+  /// int8-x quantized_matmul: at most this many workgroups (`groups=N`, 4..65535; 0: one
+  /// workgroup per tile of rows). Each quantizes x once and then loops over the tiles
+  /// g, g + N, ..., so x's cost is paid N times rather than once per tile.
+  uint32_t qmatmulGroups = 0;
   /// maxComputeSharedMemorySize: workgroup memory a kernel may declare (Vulkan's minimum).
   uint32_t maxSharedMemoryBytes = 16384;
   /// Attention over heads: the most invocations per workgroup (0: 1024; `attnwg=N`).
@@ -126,6 +130,9 @@ struct SpirvKernel {
   OpKind kind = OpKind::Matmul;
   /// Units of the parallel dimension one workgroup computes (see spirvUnits).
   uint32_t unitsPerGroup = 1;
+  /// When nonzero, the most workgroups grid() dispatches: each then loops over its share of the
+  /// units (quantized_matmul with SpirvTarget::qmatmulGroups).
+  uint32_t maxGroups = 0;
 
   uint32_t numBindings() const { return static_cast<uint32_t>(bindings.size()); }
   uint32_t pushConstantBytes() const {
@@ -160,6 +167,10 @@ absl::StatusOr<SpirvKernel> buildSpirvKernel(const KernelSpec &spec, const Spirv
 
 /// The SPIRV-Tools validator on `words` for Vulkan 1.1: OK or Internal with its messages.
 absl::Status validateSpirv(const std::vector<uint32_t> &words);
+
+/// spirv-as on `text` for Vulkan 1.1, then the validator (InvalidArgument or Internal with their
+/// messages). For hand-written kernels: the bandwidth probes of bench/vulkan.
+absl::StatusOr<std::vector<uint32_t>> assembleSpirv(const std::string &text);
 
 /// spirv-dis's text of `words` (InvalidArgument when they do not disassemble).
 absl::StatusOr<std::string> disassembleSpirv(const std::vector<uint32_t> &words);

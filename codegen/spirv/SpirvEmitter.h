@@ -50,6 +50,9 @@ struct KernelPlan {
   bool intDotX = false;
   /// int8-x schedule: blocks a lane loads before it computes any of them.
   uint32_t intDotUnroll = 1;
+  /// When nonzero, the most workgroups dispatched (SpirvKernel::maxGroups): each loops over the
+  /// tiles of unitsPerGroup units g, g + maxGroups, ... (int8-x quantized_matmul).
+  uint32_t maxGroups = 0;
   /// Attention over heads: workgroups per head, and the scratch binding (when more than one).
   uint32_t attentionSplits = 1;
   uint32_t scratchBinding = 0;

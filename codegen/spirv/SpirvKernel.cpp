@@ -40,6 +40,8 @@ std::array<uint32_t, 3> SpirvKernel::grid(const int64_t *ints) const {
   if (units == 0)
     return {0, 0, 0};
   uint64_t groups = (units + unitsPerGroup - 1) / unitsPerGroup;
+  if (maxGroups)
+    groups = std::min<uint64_t>(groups, maxGroups);
   uint64_t x = std::min<uint64_t>(groups, 65535);
   uint64_t y = (groups + x - 1) / x;
   return {static_cast<uint32_t>(x), static_cast<uint32_t>(y), 1};

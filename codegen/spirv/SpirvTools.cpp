@@ -6,6 +6,7 @@
 #include "codegen/spirv/SpirvTools.h"
 
 #include "absl/strings/str_cat.h"
+#include "sinter/Status.h"
 #include "spirv-tools/libspirv.hpp"
 #include "spirv-tools/optimizer.hpp"
 
@@ -50,6 +51,17 @@ absl::StatusOr<std::vector<uint32_t>> optimizeSpirv(const std::vector<uint32_t> 
   if (!optimizer.Run(words.data(), words.size(), &out))
     return absl::InternalError(absl::StrCat("spirv-opt: ", messages));
   return out;
+}
+
+absl::StatusOr<std::vector<uint32_t>> assembleSpirv(const std::string &text) {
+  spvtools::SpirvTools tools(kEnv);
+  MessageSink sink;
+  sink.attach(tools);
+  std::vector<uint32_t> words;
+  if (!tools.Assemble(text, &words))
+    return absl::InvalidArgumentError(absl::StrCat("spirv-as: ", sink.text));
+  SINTER_RETURN_IF_ERROR(validateSpirv(words));
+  return words;
 }
 
 absl::StatusOr<std::string> disassembleSpirv(const std::vector<uint32_t> &words) {

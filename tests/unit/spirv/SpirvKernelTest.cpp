@@ -62,6 +62,7 @@ protected:
     t.maxSharedMemoryBytes = runner_->maxSharedMemory();
     t.attentionWorkgroup = attentionWorkgroup_;
     t.attentionSplits = attentionSplits_;
+    t.qmatmulGroups = groups_;
     return t;
   }
 
@@ -78,7 +79,8 @@ protected:
         std::to_string(t.qmatmulWorkgroup) + "/" + std::to_string(t.qmatmulBlocksPerStep) +
         (t.qmatmulGenericDecode ? "/generic" : "") + (t.qmatmulSplitBlocks ? "/split" : "") +
         (t.qmatmulIntDot ? "/dot" : "") + (t.qmatmulPrefetch ? "" : "/late") + "/" +
-        std::to_string(t.qmatmulUnroll) + "/" + std::to_string(t.qmatmulDotUnroll);
+        std::to_string(t.qmatmulUnroll) + "/" + std::to_string(t.qmatmulDotUnroll) + "/g" +
+        std::to_string(t.qmatmulGroups);
     auto cached = kernels_->find(key);
     if (cached == kernels_->end()) {
       absl::StatusOr<SpirvKernel> built = codegen::buildSpirvKernel(spec, t);
@@ -307,6 +309,8 @@ protected:
   /// target()'s SpirvTarget::attentionWorkgroup and attentionSplits.
   uint32_t attentionWorkgroup_ = 0;
   uint32_t attentionSplits_ = 0;
+  /// target()'s SpirvTarget::qmatmulGroups (0: one workgroup per tile of rows).
+  uint32_t groups_ = 0;
   static std::map<std::string, SpirvKernel> *kernels_;
 };
 VkRunner *SpirvKernelTest::runner_ = nullptr;
@@ -490,6 +494,35 @@ TEST_F(SpirvKernelTest, QuantizedMatmulIntDot) {
   ASSERT_TRUE(k.ok()) << k.status();
   EXPECT_FALSE(usesIntDot(k->words)) << "4096 columns need 5 KB of workgroup memory";
   check(wide, "f32 x past the workgroup memory", 0, 1, &small);
+}
+
+TEST_F(SpirvKernelTest, QuantizedMatmulCappedGrid) {
+  if (!runner_->intDot())
+    GTEST_SKIP() << runner_->deviceName() << " has no integer dot products (groups=N is int8 x)";
+  // groups=N: at most N workgroups, each quantizing x once and looping over tiles g, g + N, ...;
+  // row counts that leave the last tile partial, a tile count below N, and the f32 path under 64
+  // rows (one or two tiles) in the same kernel.
+  groups_ = 5;
+  for (DType dtype : {DType::Q4_0, DType::Q8_0})
+    for (uint32_t rows : {1u, 64u, 130u, 1000u}) {
+      OpCall op = ops::quantizedMatmul(slot(0), slot(1), slot(2), rows, 1024, dtype);
+      absl::StatusOr<SpirvKernel> k =
+          codegen::buildSpirvKernel(codegen::singleOpSpec(op, 0), target());
+      ASSERT_TRUE(k.ok()) << k.status();
+      const int64_t ints[5] = {rows, 1024, static_cast<int64_t>(dtype), 0, 0};
+      const uint64_t tiles = (rows + k->unitsPerGroup - 1) / k->unitsPerGroup;
+      EXPECT_EQ(k->grid(ints)[0], std::min<uint64_t>(tiles, 5)) << rows << " rows";
+      check(op, std::string("groups=5 ") + dtypeName(dtype) + " " + str(rows) + "x1024", 0, rows,
+            nullptr, rows < 64 ? kF32Tolerance : kQuantizedActivationTolerance);
+    }
+  // The norm prologue's store is shared by the capped grid; the residual add on each tile.
+  checkFused({ops::rmsNorm(slot(0), slot(1), slot(2), 1024, 1e-5f),
+              ops::quantizedMatmul(slot(3), slot(2), slot(4), 700, 1024, DType::Q4_0)},
+             1, {2, 4}, "groups=5 rms_norm -> quantized_matmul");
+  checkFused({ops::quantizedMatmul(slot(0), slot(1), slot(2), 700, 512, DType::Q8_0),
+              ops::add(slot(2), slot(3), slot(4), 700)},
+             0, {2, 4}, "groups=5 quantized_matmul -> add");
+  groups_ = 0;
 }
 
 TEST_F(SpirvKernelTest, FusedRmsNormQuantizedMatmul) {

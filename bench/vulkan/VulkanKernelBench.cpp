@@ -1,0 +1,361 @@
+// VulkanKernelBench.cpp - single kernels on the `vulkan` backend: what a streaming read can reach
+// on the device, and quantized_matmul at the shapes of the decode benchmark's models.
+//
+// BM_VulkanReadProbe/WG/U/V: a hand-written kernel (SPIR-V text below, assembled at start) reads
+// a buffer once with workgroups of WG invocations, each loading U elements of V u32s (V = 4: 16
+// bytes) per iteration of a grid-stride loop, all U loads issued before their use. It is the
+// ceiling the generated kernels are compared with: the time of a 1 GiB pass minus that of a 128
+// MiB pass (one submit-and-wait each, so the submission's cost cancels), in bytes read per second.
+//
+// BM_VulkanQMatmul/ROWS/COLS: Q4_0 quantized_matmul of ROWS x COLS, 32 launches per synchronize,
+// each reading another of enough weight buffers to be well past the L2 cache, all writing the same
+// output (so each waits for the one before, as in a decode); per launch: microseconds and weight
+// bytes per second. SINTER_VK_QMATMUL changes the schedule (docs/ENVIRONMENT.md), so
+// `bench/vulkan/run-h200.sh kernels` sweeps it.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "backends/VulkanBackend.h"
+#include "codegen/spirv/SpirvCompiler.h"
+#include "runtime/vulkan/VulkanDevice.h"
+#include "sinter/DType.h"
+#include "sinter/Status.h"
+
+namespace sinter {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The read probe. @WG@ invocations per workgroup, @U@ loads per iteration (the body lines are
+// generated), elements of type @ELEM@ (uint or v4uint). Bindings: 0 the buffer (NonWritable),
+// 1 one u32 per invocation (the XOR of what it read, so the loads cannot be dropped). Push
+// constant: the element count, a multiple of U x the grid's invocations.
+constexpr const char *kReadProbe = R"(
+               OpCapability Shader
+               OpMemoryModel Logical GLSL450
+               OpEntryPoint GLCompute %main "main" %gid %nwg
+               OpExecutionMode %main LocalSize @WG@ 1 1
+               OpDecorate %gid BuiltIn GlobalInvocationId
+               OpDecorate %nwg BuiltIn NumWorkgroups
+               OpDecorate %rt_e ArrayStride @STRIDE@
+               OpMemberDecorate %In 0 Offset 0
+               OpMemberDecorate %In 0 NonWritable
+               OpDecorate %In Block
+               OpDecorate %src DescriptorSet 0
+               OpDecorate %src Binding 0
+               OpDecorate %rt_u ArrayStride 4
+               OpMemberDecorate %Out 0 Offset 0
+               OpDecorate %Out Block
+               OpDecorate %dst DescriptorSet 0
+               OpDecorate %dst Binding 1
+               OpMemberDecorate %PC 0 Offset 0
+               OpDecorate %PC Block
+       %void = OpTypeVoid
+         %fn = OpTypeFunction %void
+       %uint = OpTypeInt 32 0
+     %v3uint = OpTypeVector %uint 3
+     %v4uint = OpTypeVector %uint 4
+       %bool = OpTypeBool
+       %rt_e = OpTypeRuntimeArray %@ELEM@
+         %In = OpTypeStruct %rt_e
+       %rt_u = OpTypeRuntimeArray %uint
+        %Out = OpTypeStruct %rt_u
+         %PC = OpTypeStruct %uint
+       %p_In = OpTypePointer StorageBuffer %In
+      %p_Out = OpTypePointer StorageBuffer %Out
+       %p_PC = OpTypePointer PushConstant %PC
+      %p_in3 = OpTypePointer Input %v3uint
+       %p_se = OpTypePointer StorageBuffer %@ELEM@
+       %p_su = OpTypePointer StorageBuffer %uint
+       %p_pu = OpTypePointer PushConstant %uint
+        %src = OpVariable %p_In StorageBuffer
+        %dst = OpVariable %p_Out StorageBuffer
+         %pc = OpVariable %p_PC PushConstant
+        %gid = OpVariable %p_in3 Input
+        %nwg = OpVariable %p_in3 Input
+         %c0 = OpConstant %uint 0
+        %cwg = OpConstant %uint @WG@
+         %cu = OpConstant %uint @U@
+       %zero = OpConstantNull %@ELEM@
+       %main = OpFunction %void None %fn
+      %entry = OpLabel
+       %gid3 = OpLoad %v3uint %gid
+         %g0 = OpCompositeExtract %uint %gid3 0
+       %nwg3 = OpLoad %v3uint %nwg
+       %nwgx = OpCompositeExtract %uint %nwg3 0
+     %stride = OpIMul %uint %nwgx %cwg
+       %step = OpIMul %uint %stride %cu
+         %pn = OpAccessChain %p_pu %pc %c0
+          %n = OpLoad %uint %pn
+               OpBranch %header
+     %header = OpLabel
+          %i = OpPhi %uint %g0 %entry %inext %cont
+        %acc = OpPhi %@ELEM@ %zero %entry %acc_@U@ %cont
+       %more = OpULessThan %bool %i %n
+               OpLoopMerge %merge %cont None
+               OpBranchConditional %more %body %merge
+       %body = OpLabel
+@BODY@
+               OpBranch %cont
+       %cont = OpLabel
+      %inext = OpIAdd %uint %i %step
+               OpBranch %header
+      %merge = OpLabel
+@FOLD@
+         %po = OpAccessChain %p_su %dst %c0 %g0
+               OpStore %po %folded
+               OpReturn
+               OpFunctionEnd
+)";
+
+absl::StatusOr<runtime::vulkan::KernelBinary> readProbe(uint32_t wg, uint32_t unroll,
+                                                        uint32_t vec) {
+  const std::string elem = vec == 4 ? "v4uint" : "uint";
+  // Constants precede the function: they go before the template's %zero. The body loads
+  // elements i + u * stride for every u first, then XORs them.
+  std::string constants;
+  for (uint32_t u = 0; u < unroll; ++u)
+    absl::StrAppend(&constants, "         %k", u, " = OpConstant %uint ", u, "\n");
+  std::string body = "      %acc_0 = OpCopyObject %" + elem + " %acc\n";
+  for (uint32_t u = 0; u < unroll; ++u)
+    absl::StrAppend(&body, "       %o", u, " = OpIMul %uint %stride %k", u, "\n", "       %a", u,
+                    " = OpIAdd %uint %i %o", u, "\n", "       %p", u,
+                    " = OpAccessChain %p_se %src %c0 %a", u, "\n", "       %v", u, " = OpLoad %",
+                    elem, " %p", u, "\n");
+  for (uint32_t u = 0; u < unroll; ++u)
+    absl::StrAppend(&body, "      %acc_", u + 1, " = OpBitwiseXor %", elem, " %acc_", u, " %v", u,
+                    "\n");
+  std::string fold;
+  if (vec == 4)
+    fold = "         %f0 = OpCompositeExtract %uint %acc 0\n"
+           "         %f1 = OpCompositeExtract %uint %acc 1\n"
+           "         %f2 = OpCompositeExtract %uint %acc 2\n"
+           "         %f3 = OpCompositeExtract %uint %acc 3\n"
+           "         %x01 = OpBitwiseXor %uint %f0 %f1\n"
+           "         %x23 = OpBitwiseXor %uint %f2 %f3\n"
+           "     %folded = OpBitwiseXor %uint %x01 %x23\n";
+  else
+    fold = "     %folded = OpCopyObject %uint %acc\n";
+  std::string text = absl::StrReplaceAll(
+      kReadProbe, {{"@WG@", absl::StrCat(wg)},
+                   {"@U@", absl::StrCat(unroll)},
+                   {"@ELEM@", elem},
+                   {"@STRIDE@", absl::StrCat(4 * vec)},
+                   {"@BODY@", body},
+                   {"@FOLD@", fold},
+                   {"       %zero = OpConstantNull", constants + "       %zero = OpConstantNull"}});
+  SINTER_ASSIGN_OR_RETURN(std::vector<uint32_t> words, codegen::assembleSpirv(text));
+  runtime::vulkan::KernelBinary k;
+  k.spirv = std::move(words);
+  k.name = absl::StrCat("read_probe_wg", wg, "_u", unroll, "_v", vec);
+  k.numBuffers = 2;
+  k.pushConstantBytes = 4;
+  k.localSize = {wg, 1, 1};
+  return k;
+}
+
+void BM_VulkanReadProbe(benchmark::State &state) {
+  const uint32_t wg = static_cast<uint32_t>(state.range(0));
+  const uint32_t unroll = static_cast<uint32_t>(state.range(1));
+  const uint32_t vec = static_cast<uint32_t>(state.range(2));
+  auto device = runtime::vulkan::VulkanDevice::create();
+  if (!device.ok()) {
+    state.SkipWithError(std::string(device.status().message()).c_str());
+    return;
+  }
+  auto kernel = readProbe(wg, unroll, vec);
+  if (!kernel.ok()) {
+    state.SkipWithError(std::string(kernel.status().message()).c_str());
+    return;
+  }
+  // 2048 invocations (a full Hopper core) for each of 132 cores, whatever WG is: each then loops.
+  const uint32_t groups = 132 * 2 * 1024 / wg;
+  const uint64_t perPass = uint64_t(groups) * wg * unroll * vec * 4; // bytes one iteration reads
+  // 1 GiB, or the largest binding the device allows (lavapipe: 128 MiB), and an eighth of it.
+  const uint64_t most = std::min<uint64_t>(1ull << 30, (*device)->caps().maxStorageBufferRange);
+  const uint64_t big = most / perPass * perPass, small = most / 8 / perPass * perPass;
+  if (small == 0) {
+    state.SkipWithError("the device's largest binding is below one pass of the grid");
+    return;
+  }
+  auto src = (*device)->createBuffer(big);
+  auto dst = (*device)->createBuffer(uint64_t(groups) * wg * 4);
+  if (!src.ok() || !dst.ok()) {
+    state.SkipWithError("cannot allocate the probe's buffers");
+    return;
+  }
+  auto pass = [&](uint64_t bytes) -> absl::StatusOr<double> {
+    uint32_t n = static_cast<uint32_t>(bytes / (4 * vec));
+    std::vector<uint8_t> push(4);
+    std::memcpy(push.data(), &n, 4);
+    auto start = Clock::now();
+    runtime::vulkan::BufferRef refs[2] = {*src, *dst};
+    SINTER_RETURN_IF_ERROR((*device)->dispatchOnce(*kernel, refs, push, {groups, 1, 1}));
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  };
+  for (uint64_t bytes : {small, big}) // warm-up: the pipeline is created
+    if (auto s = pass(bytes); !s.ok()) {
+      state.SkipWithError(std::string(s.status().message()).c_str());
+      return;
+    }
+  std::vector<double> bigTimes, smallTimes;
+  for (auto _ : state) {
+    auto b = pass(big), s = pass(small);
+    if (!b.ok() || !s.ok()) {
+      state.SkipWithError("dispatch failed");
+      return;
+    }
+    bigTimes.push_back(*b);
+    smallTimes.push_back(*s);
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  const double slope = (median(bigTimes) - median(smallTimes)) / double(big - small);
+  state.counters["read_GB_per_s"] = slope > 0 ? 1e-9 / slope : 0.0;
+  state.counters["read_GB_per_s_1GiB"] = double(big) / median(bigTimes) / 1e9;
+  (*device)->freeBuffer(*src);
+  (*device)->freeBuffer(*dst);
+}
+
+// Q4_0 weights of `rows` x `cols` with random quants and scales near 2^-10 (no NaN or Inf).
+std::vector<uint8_t> randomQ4_0(int64_t rows, int64_t cols, std::mt19937 &rng) {
+  const int64_t blocks = rows * cols / 32;
+  std::vector<uint8_t> bytes(blocks * 18);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (int64_t b = 0; b < blocks; ++b) {
+    uint8_t *block = bytes.data() + 18 * b;
+    block[0] = static_cast<uint8_t>(byte(rng));
+    block[1] = 0x14; // f16 exponent near 2^-10
+    for (int i = 2; i < 18; ++i)
+      block[i] = static_cast<uint8_t>(byte(rng));
+  }
+  return bytes;
+}
+
+void BM_VulkanQMatmul(benchmark::State &state) {
+  const int64_t rows = state.range(0), cols = state.range(1);
+  BackendOptions options;
+  options.kind = "vulkan";
+  options.fusion = false;
+  auto backend = createVulkanBackend(options, {});
+  if (!backend.ok()) {
+    state.SkipWithError(std::string(backend.status().message()).c_str());
+    return;
+  }
+  ComputeBackend &be = **backend;
+  const uint64_t wBytes = uint64_t(rows) * cols / 32 * 18;
+  // Enough weight buffers that a round of launches reads at least 256 MB (the H200's L2 is 60 MB).
+  const int buffers = static_cast<int>(std::max<uint64_t>(2, (256ull << 20) / wBytes + 1));
+  std::mt19937 rng(7);
+  std::vector<BufferHandle> ws;
+  for (int i = 0; i < std::min(buffers, 4); ++i) {
+    auto h = be.allocate(wBytes);
+    if (!h.ok()) {
+      state.SkipWithError(std::string(h.status().message()).c_str());
+      return;
+    }
+    (void)be.copyToDevice(randomQ4_0(rows, cols, rng), *h);
+    ws.push_back(*h);
+  }
+  // The rest share the first buffers' contents (copied on the device: the bytes differ from the
+  // cache's point of view, being other addresses).
+  while (static_cast<int>(ws.size()) < buffers) {
+    auto h = be.allocate(wBytes);
+    if (!h.ok()) {
+      state.SkipWithError(std::string(h.status().message()).c_str());
+      return;
+    }
+    (void)be.copyBuffer(ws[ws.size() % 4], *h, wBytes);
+    ws.push_back(*h);
+  }
+  std::vector<float> xs(cols);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  for (float &v : xs)
+    v = normal(rng);
+  auto x = be.allocate(cols * 4), out = be.allocate(rows * 4);
+  if (!x.ok() || !out.ok()) {
+    state.SkipWithError("cannot allocate x and out");
+    return;
+  }
+  (void)be.copyToDevice(
+      absl::Span<const uint8_t>(reinterpret_cast<const uint8_t *>(xs.data()), xs.size() * 4), *x);
+  constexpr int kLaunches = 32;
+  int next = 0;
+  auto round = [&]() -> absl::Status {
+    for (int i = 0; i < kLaunches; ++i) {
+      SINTER_RETURN_IF_ERROR(be.quantizedMatmul(ws[next], *x, *out, rows, cols, DType::Q4_0));
+      next = (next + 1) % buffers;
+    }
+    return be.synchronize();
+  };
+  if (absl::Status s = round(); !s.ok()) { // compiles the plan
+    state.SkipWithError(std::string(s.message()).c_str());
+    return;
+  }
+  auto start = Clock::now();
+  for (auto _ : state)
+    if (absl::Status s = round(); !s.ok()) {
+      state.SkipWithError(std::string(s.message()).c_str());
+      return;
+    }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const double launches = double(state.iterations()) * kLaunches;
+  state.counters["us_per_launch"] = seconds / launches * 1e6;
+  state.counters["GB_per_s"] = double(wBytes) * launches / seconds / 1e9;
+  for (BufferHandle h : ws)
+    (void)be.free(h);
+  (void)be.free(*x);
+  (void)be.free(*out);
+}
+
+void registerAll() {
+  for (int64_t wg : {256, 1024})
+    for (int64_t unroll : {1, 4, 8})
+      benchmark::RegisterBenchmark("BM_VulkanReadProbe", BM_VulkanReadProbe)
+          ->Args({wg, unroll, 4})
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime()
+          ->Iterations(20);
+  benchmark::RegisterBenchmark("BM_VulkanReadProbe", BM_VulkanReadProbe)
+      ->Args({256, 8, 1})
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->Iterations(20);
+  // llama-7b (4096, 11008) and tinyllama-1.1b (2048, 5632, 256 K/V rows) shapes.
+  for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{4096, 4096},
+                                                                    {11008, 4096},
+                                                                    {4096, 11008},
+                                                                    {32000, 4096},
+                                                                    {2048, 2048},
+                                                                    {256, 2048},
+                                                                    {5632, 2048},
+                                                                    {2048, 5632}})
+    benchmark::RegisterBenchmark("BM_VulkanQMatmul", BM_VulkanQMatmul)
+        ->Args({rows, cols})
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime()
+        ->MinTime(0.3);
+}
+
+} // namespace
+} // namespace sinter
+
+int main(int argc, char **argv) {
+  benchmark::Initialize(&argc, argv);
+  sinter::registerAll();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

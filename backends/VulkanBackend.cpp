@@ -72,6 +72,8 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps) {
         target.qmatmulDotUnroll = v;
       else if (kv.first == "groups")
         target.qmatmulGroups = v;
+      else if (kv.first == "wgrows")
+        target.qmatmulWorkgroupRows = v;
       else if (kv.first == "attnwg")
         target.attentionWorkgroup = v;
       else if (kv.first == "attnsplit")

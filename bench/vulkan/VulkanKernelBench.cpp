@@ -9,9 +9,11 @@
 //
 // BM_VulkanQMatmul/ROWS/COLS: Q4_0 quantized_matmul of ROWS x COLS, 32 launches per synchronize,
 // each reading another of enough weight buffers to be well past the L2 cache, all writing the same
-// output (so each waits for the one before, as in a decode); per launch: microseconds and weight
-// bytes per second. SINTER_VK_QMATMUL changes the schedule (docs/ENVIRONMENT.md), so
-// `bench/vulkan/run-h200.sh kernels` sweeps it.
+// output (so each waits for the one before, as in a decode); per launch: device microseconds
+// (timestamps: the flush's first start to last end over its launches) and weight bytes per
+// device second, beside the wall time and the host's recording time per launch.
+// SINTER_VK_QMATMUL changes the schedule (docs/ENVIRONMENT.md), so `bench/vulkan/run-h200.sh
+// kernels` sweeps it.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -229,18 +231,21 @@ void BM_VulkanReadProbe(benchmark::State &state) {
   (*device)->freeBuffer(*dst);
 }
 
-// Q4_0 weights of `rows` x `cols` with random quants and scales near 2^-10 (no NaN or Inf).
-std::vector<uint8_t> randomQ4_0(int64_t rows, int64_t cols, std::mt19937 &rng) {
+// Q4_0 weights of `rows` x `cols` with random quants and scales near 2^-10 (no NaN or Inf);
+// splitmix64, 8 bytes a step, so that hundreds of MB take a fraction of a second.
+std::vector<uint8_t> randomQ4_0(int64_t rows, int64_t cols, uint64_t &state) {
   const int64_t blocks = rows * cols / 32;
-  std::vector<uint8_t> bytes(blocks * 18);
-  std::uniform_int_distribution<int> byte(0, 255);
-  for (int64_t b = 0; b < blocks; ++b) {
-    uint8_t *block = bytes.data() + 18 * b;
-    block[0] = static_cast<uint8_t>(byte(rng));
-    block[1] = 0x14; // f16 exponent near 2^-10
-    for (int i = 2; i < 18; ++i)
-      block[i] = static_cast<uint8_t>(byte(rng));
+  std::vector<uint8_t> bytes(blocks * 18 + 8);
+  for (size_t i = 0; i + 8 <= bytes.size(); i += 8) {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    std::memcpy(bytes.data() + i, &z, 8);
   }
+  bytes.resize(blocks * 18);
+  for (int64_t b = 0; b < blocks; ++b)
+    bytes[18 * b + 1] = 0x14; // f16 exponent near 2^-10
   return bytes;
 }
 
@@ -249,7 +254,10 @@ void BM_VulkanQMatmul(benchmark::State &state) {
   BackendOptions options;
   options.kind = "vulkan";
   options.fusion = false;
-  auto backend = createVulkanBackend(options, {});
+  VulkanBackendOptions vulkan;
+  vulkan.deviceOptions.timestamps = true; // device time per launch, apart from the host's
+  vulkan.stats = std::make_shared<runtime::vulkan::VulkanStatsSink>();
+  auto backend = createVulkanBackend(options, vulkan);
   if (!backend.ok()) {
     state.SkipWithError(std::string(backend.status().message()).c_str());
     return;
@@ -258,7 +266,7 @@ void BM_VulkanQMatmul(benchmark::State &state) {
   const uint64_t wBytes = uint64_t(rows) * cols / 32 * 18;
   // Enough weight buffers that a round of launches reads at least 256 MB (the H200's L2 is 60 MB).
   const int buffers = static_cast<int>(std::max<uint64_t>(2, (256ull << 20) / wBytes + 1));
-  std::mt19937 rng(7);
+  uint64_t seed = 7;
   std::vector<BufferHandle> ws;
   for (int i = 0; i < std::min(buffers, 4); ++i) {
     auto h = be.allocate(wBytes);
@@ -266,7 +274,7 @@ void BM_VulkanQMatmul(benchmark::State &state) {
       state.SkipWithError(std::string(h.status().message()).c_str());
       return;
     }
-    (void)be.copyToDevice(randomQ4_0(rows, cols, rng), *h);
+    (void)be.copyToDevice(randomQ4_0(rows, cols, seed), *h);
     ws.push_back(*h);
   }
   // The rest share the first buffers' contents (copied on the device: the bytes differ from the
@@ -280,6 +288,7 @@ void BM_VulkanQMatmul(benchmark::State &state) {
     (void)be.copyBuffer(ws[ws.size() % 4], *h, wBytes);
     ws.push_back(*h);
   }
+  std::mt19937 rng(7);
   std::vector<float> xs(cols);
   std::normal_distribution<float> normal(0.f, 1.f);
   for (float &v : xs)
@@ -304,6 +313,7 @@ void BM_VulkanQMatmul(benchmark::State &state) {
     state.SkipWithError(std::string(s.message()).c_str());
     return;
   }
+  runtime::vulkan::VulkanCompilerStats before = vulkan.stats->get();
   auto start = Clock::now();
   for (auto _ : state)
     if (absl::Status s = round(); !s.ok()) {
@@ -311,9 +321,16 @@ void BM_VulkanQMatmul(benchmark::State &state) {
       return;
     }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  runtime::vulkan::VulkanCompilerStats after = vulkan.stats->get();
   const double launches = double(state.iterations()) * kLaunches;
-  state.counters["us_per_launch"] = seconds / launches * 1e6;
-  state.counters["GB_per_s"] = double(wBytes) * launches / seconds / 1e9;
+  // Device time: the flushes' spans (first start to last end, the gaps between launches
+  // included) over the launches; the wall time adds the host's recording and the submission.
+  const double device = after.spanSeconds - before.spanSeconds;
+  state.counters["us_per_launch"] = device / launches * 1e6;
+  state.counters["GB_per_s"] = device > 0 ? double(wBytes) * launches / device / 1e9 : 0.0;
+  state.counters["wall_us_per_launch"] = seconds / launches * 1e6;
+  state.counters["record_us_per_launch"] =
+      (after.recordSeconds - before.recordSeconds) / launches * 1e6;
   for (BufferHandle h : ws)
     (void)be.free(h);
   (void)be.free(*x);

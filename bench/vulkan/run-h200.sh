@@ -138,7 +138,8 @@ if [ "$what" = kernels ]; then
 import json, sys
 for b in json.load(sys.stdin).get("benchmarks", []):
     row = {"qmatmul": sys.argv[1] or "default", "name": b["name"].split("/min")[0].split("/iter")[0]}
-    for k in ("read_GB_per_s", "read_GB_per_s_1GiB", "us_per_launch", "GB_per_s", "error_message"):
+    for k in ("read_GB_per_s", "read_GB_per_s_1GiB", "us_per_launch", "GB_per_s",
+              "wall_us_per_launch", "record_us_per_launch", "error_message"):
         if k in b: row[k] = round(b[k], 2) if isinstance(b[k], float) else b[k]
     print(json.dumps(row))' "$q" | tee -a "$out/kernels.jsonl"
     say "kernels '$q' exit ${PIPESTATUS[0]}"

@@ -460,6 +460,167 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, Value x4, Value g4, Value 
             [&](Value tile) { tileProducts(setTile(tile), std::nullopt); });
 }
 
+// Stores a tile's rows: complete(totals, squares, first row, storer) (emitQMatmulKernel).
+using Complete = llvm::function_ref<void(llvm::SmallVector<Value>, Value, Value,
+                                         llvm::function_ref<Value(int64_t)>)>;
+
+// quantized_matmul (Q4_0, Q8_0) with every invocation of the workgroup on the same R rows
+// (KernelPlan::workgroupRows): invocation t takes quant word t % W of blocks t / W, t / W + T / W,
+// ... (T invocations) of every row, so a row's words spread over the whole workgroup and the grid
+// has a workgroup per R rows: many more resident invocations than one subgroup per row pair
+// gives, hence more loads in flight. x needs no pass of its own: the W lanes of a block load its
+// 32 values, and with `int8` quantize them on the spot (max |x| over the block's lanes, q =
+// round(x 127 / max), SUDot/SDot against the quant words, as emitIntDotQMatmul). The lanes' sums
+// meet in workgroup memory, one barrier, and invocation r stores row r.
+void emitWorkgroupRowsQMatmul(Emitter &e, const OpShape &op, Value x4, Value g4, Value nBlocks,
+                              llvm::ArrayRef<Value> rowBases, bool int8, Complete complete,
+                              Value firstRow) {
+  mlir::OpBuilder &b = e.b;
+  const bool q4 = op.dtype == DType::Q4_0;
+  const QuantLayout layout = quantLayout(op.dtype);
+  const int64_t rows = e.plan.rowsPerSubgroup, perBlock = e.plan.splitWords;
+  const int64_t threads = e.plan.workgroupSize, subgroups = threads / e.target.subgroupSize;
+  const int64_t unroll = e.plan.intDotUnroll;
+  Value w = e.buffer(0), tid = e.threadId();
+  Value word = e.remu(tid, e.ci(perBlock));
+  Value firstWord = e.ult(word, e.ci(1));
+  const bool alignedRows =
+      op.isStatic(1) && (op.ints[1] / layout.blockWeights * layout.blockBytes) % 4 == 0;
+  llvm::SmallVector<Value, 8> rowWords;
+  for (int64_t r = 0; r < rows; ++r)
+    rowWords.push_back(e.divu(rowBases[r], e.ci(4)));
+  auto format = mlir::spirv::PackedVectorFormatAttr::get(
+      b.getContext(), mlir::spirv::PackedVectorFormat::PackedVectorFormat4x8Bit);
+  Value stride = e.ci(threads / perBlock), lastBlock = e.sub(nBlocks, e.ci(1));
+  // iters: the rows' sums, then the norm's sum of squares (this invocation's part).
+  llvm::SmallVector<Value> inits(rows + 1, e.cf(0.0));
+  llvm::SmallVector<Value> accs = e.forLoop(
+      e.divu(tid, e.ci(perBlock)), nBlocks, e.mul(stride, e.ci(unroll)), inits,
+      [&](Value blk0, mlir::ValueRange iters) {
+        llvm::SmallVector<Value> next(iters.begin(), iters.end());
+        struct Loaded {
+          Value blk, live;
+          llvm::SmallVector<Value, 2> xs, ins;
+          SplitWords words;
+        };
+        llvm::SmallVector<Loaded, 16> blocks(unroll);
+        for (int64_t u = 0; u < unroll; ++u) { // every load of the U blocks first
+          Loaded &L = blocks[u];
+          L.blk = blk0;
+          if (u > 0) {
+            Value at = e.add(blk0, e.mul(stride, e.ci(u)));
+            L.live = e.ult(at, nBlocks);
+            L.blk = e.minu(at, lastBlock);
+          }
+          // Q4_0 word k covers weights 4k.. (low nibbles) and 16 + 4k.. (high); Q8_0's 4k..
+          Value first4 = e.add(e.mul(L.blk, e.ci(8)), word);
+          for (int64_t h = 0; h < (q4 ? 2 : 1); ++h) {
+            Value index = e.add(first4, e.ci(4 * h));
+            Value xv = e.load(x4, index);
+            L.ins.push_back(xv);
+            L.xs.push_back(g4 ? b.create<arith::MulFOp>(e.loc, xv, e.load(g4, index)).getResult()
+                              : xv);
+          }
+          L.words = loadSplitWords(e, w, op.dtype, L.blk, word, rowBases, rowWords, alignedRows);
+        }
+        for (int64_t u = 0; u < unroll; ++u) {
+          Loaded &L = blocks[u];
+          auto keep = [&](Value sum, Value old) {
+            return L.live ? e.select(L.live, sum, old) : sum;
+          };
+          if (g4)
+            next[rows] = keep(e.fadd(next[rows], groupSum(e, L.ins, true)), next[rows]);
+          if (!int8) {
+            for (int64_t r = 0; r < rows; ++r) {
+              std::map<int64_t, Value> sums;
+              accumulateWord(e, op.dtype, splitQuantWord(e, L.words, r), L.xs[0],
+                             q4 ? L.xs[1] : Value(), sums);
+              next[r] =
+                  keep(e.fma(combineSums(e, sums), splitScale(e, L.words, r), next[r]), next[r]);
+            }
+            continue;
+          }
+          // The block's x as int8: max |x| over its W lanes, then 4 quants to a u32 per vec4.
+          Value amax = e.cf(0.0);
+          for (Value v : L.xs)
+            for (int64_t l = 0; l < 4; ++l)
+              amax = b.create<arith::MaxNumFOp>(
+                  e.loc, amax, b.create<mlir::math::AbsFOp>(e.loc, extractLane(e, v, l)));
+          amax = e.clusterMax(amax, static_cast<uint32_t>(perBlock));
+          Value positive =
+              b.create<arith::CmpFOp>(e.loc, arith::CmpFPredicate::OGT, amax, e.cf(0.0));
+          Value inverse =
+              e.select(positive, b.create<arith::DivFOp>(e.loc, e.cf(127.0), amax), e.cf(0.0));
+          Value dx = b.create<arith::DivFOp>(e.loc, amax, e.cf(127.0));
+          llvm::SmallVector<Value, 2> packed;
+          Value qsum = e.cf(0.0);
+          for (Value v : L.xs) {
+            Value p = e.c32(0);
+            for (int64_t l = 0; l < 4; ++l) {
+              Value qf =
+                  b.create<mlir::math::RoundEvenOp>(e.loc, e.fmul(extractLane(e, v, l), inverse));
+              qsum = e.fadd(qsum, qf);
+              Value qi = b.create<arith::FPToSIOp>(e.loc, e.i32(), qf);
+              Value byte = b.create<arith::AndIOp>(e.loc, qi, e.c32(255));
+              p = b.create<arith::OrIOp>(e.loc, p,
+                                         b.create<arith::ShLIOp>(e.loc, byte, e.c32(8 * l)));
+            }
+            packed.push_back(p);
+          }
+          // Q4_0's zero point: 8 d_x Σ q over the block, taken once (by its first word's lane).
+          Value zero;
+          if (q4)
+            zero = e.select(
+                firstWord,
+                e.fmul(e.fmul(dx, e.clusterSum(qsum, static_cast<uint32_t>(perBlock))), e.cf(8.0)),
+                e.cf(0.0));
+          for (int64_t r = 0; r < rows; ++r) {
+            Value q = splitQuantWord(e, L.words, r), dot;
+            if (q4) {
+              Value qlo = b.create<arith::AndIOp>(e.loc, q, e.c32(0x0f0f0f0f));
+              Value qhi = b.create<arith::AndIOp>(
+                  e.loc, b.create<arith::ShRUIOp>(e.loc, q, e.c32(4)), e.c32(0x0f0f0f0f));
+              dot = b.create<arith::AddIOp>(
+                  e.loc, b.create<mlir::spirv::SUDotOp>(e.loc, e.i32(), packed[0], qlo, format),
+                  b.create<mlir::spirv::SUDotOp>(e.loc, e.i32(), packed[1], qhi, format));
+            } else {
+              dot = b.create<mlir::spirv::SDotOp>(e.loc, e.i32(), packed[0], q, format);
+            }
+            Value part = e.fmul(b.create<arith::SIToFPOp>(e.loc, e.f32(), dot), dx);
+            if (q4)
+              part = b.create<arith::SubFOp>(e.loc, part, zero);
+            next[r] = keep(e.fma(part, splitScale(e, L.words, r), next[r]), next[r]);
+          }
+        }
+        return next;
+      });
+  // Each subgroup's sums into workgroup memory (rows + 1 floats a subgroup), one barrier, then
+  // invocation r adds row r's and every invocation the squares (all of them store the norm).
+  const int64_t width = rows + 1;
+  Value partials = workgroupArray(e, e.f32(), subgroups * width);
+  llvm::SmallVector<Value> sums;
+  for (int64_t r = 0; r < (g4 ? rows + 1 : rows); ++r)
+    sums.push_back(e.clusterSum(accs[r], e.target.subgroupSize));
+  e.ifThen(e.ult(e.laneId(), e.ci(1)), [&] {
+    Value base = e.mul(e.subgroupId(), e.ci(width));
+    for (size_t r = 0; r < sums.size(); ++r)
+      e.store(sums[r], partials, e.add(base, e.ci(static_cast<int64_t>(r))));
+  });
+  e.barrier();
+  auto total = [&](Value column) {
+    return e.forLoop(e.ci(0), e.ci(subgroups), e.ci(1), mlir::ValueRange{e.cf(0.0)},
+                     [&](Value s, mlir::ValueRange it) {
+                       return llvm::SmallVector<Value>{
+                           e.fadd(it[0], e.load(partials, e.add(e.mul(s, e.ci(width)), column)))};
+                     })[0];
+  };
+  Value mine = total(e.minu(tid, e.ci(rows - 1)));
+  Value squares = g4 ? total(e.ci(rows)) : Value();
+  complete(llvm::SmallVector<Value>(rows, mine), squares, firstRow, [&](int64_t r) {
+    return b.create<arith::CmpIOp>(e.loc, arith::CmpIPredicate::eq, tid, e.ci(r));
+  });
+}
+
 // quantized_matmul(W, x, out, n_rows, n_cols, dtype): subgroup s of workgroup g computes rows
 // R (g * (workgroup / S) + s) .. + R - 1 (R = plan.rowsPerSubgroup); lane l takes steps l, l + S,
 // ... of P blocks each (P = plan.blocksPerStep), decoding the same blocks of its R rows against
@@ -514,18 +675,13 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
     llvm::SmallVector<Value, 4> rowBases = rowBasesOf(firstRow);
     // iters: one dot product per row, then the sum of squares of the norm's input.
     llvm::SmallVector<Value, 5> inits(rows + 1, e.cf(0.0));
-    // The rows' sums across the cluster, the norm's scale and store, the stores and epilogues.
-    // `squares`: the norm's sum of squares when the workgroup already has it (else accs[rows]
-    // holds the lane's part).
-    auto finish = [&](llvm::SmallVector<Value> accs, Value squares, Value tileFirst) {
-      llvm::SmallVector<Value, 4> totals;
-      for (int64_t r = 0; r < rows; ++r)
-        totals.push_back(e.clusterSum(accs[r], lanes));
+    // The norm's scale and store, then each row's store and epilogue, by the invocation
+    // storer(r) says, from the rows' whole sums `totals` and the norm's sum of squares.
+    auto complete = [&](llvm::SmallVector<Value> totals, Value squares, Value tileFirst,
+                        llvm::function_ref<Value(int64_t)> storer) {
       if (norm) {
         Value size = e.memberInt(0, *norm, 0);
         Value sizeF = e.b.create<arith::UIToFPOp>(e.loc, e.f32(), e.toI32(size));
-        if (!squares)
-          squares = e.clusterSum(accs[rows], lanes);
         Value mean = e.b.create<arith::DivFOp>(e.loc, squares, sizeF);
         Value root = e.b.create<mlir::math::SqrtOp>(e.loc, e.fadd(mean, e.cf(norm->scalar())));
         Value scale = e.b.create<arith::DivFOp>(e.loc, e.cf(1.0), root);
@@ -554,7 +710,7 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
       }
       for (int64_t r = 0; r < rows; ++r) {
         Value row = e.add(tileFirst, e.ci(r));
-        Value store = e.b.create<arith::AndIOp>(e.loc, e.ult(lane, e.ci(1)), e.ult(row, nRows));
+        Value store = e.b.create<arith::AndIOp>(e.loc, storer(r), e.ult(row, nRows));
         e.ifThen(store, [&] {
           e.store(totals[r], out, row);
           Value v = totals[r];
@@ -571,6 +727,30 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
         });
       }
     };
+    // The rows' sums across the cluster, then complete(), lane 0 of the cluster storing.
+    // `squares`: the norm's sum of squares when the workgroup already has it (else accs[rows]
+    // holds the lane's part).
+    auto finish = [&](llvm::SmallVector<Value> accs, Value squares, Value tileFirst) {
+      llvm::SmallVector<Value> totals;
+      for (int64_t r = 0; r < rows; ++r)
+        totals.push_back(e.clusterSum(accs[r], lanes));
+      if (norm && !squares)
+        squares = e.clusterSum(accs[rows], lanes);
+      complete(totals, squares, tileFirst, [&](int64_t) { return e.ult(lane, e.ci(1)); });
+    };
+    if (e.plan.workgroupRows) {
+      // Every invocation of the workgroup on the same rows (KernelPlan::workgroupRows); int8 x
+      // from 64 rows, as the split schedule below.
+      auto wide = [&](bool int8) {
+        emitWorkgroupRowsQMatmul(e, op, x4, g4, nBlocks, rowBases, int8, complete, firstRow);
+      };
+      if (e.plan.intDotX)
+        e.ifElse(
+            e.ult(e.ci(kIntDotMinRows - 1), nRows), [&] { wide(true); }, [&] { wide(false); });
+      else
+        wide(false);
+      return;
+    }
     if (e.plan.splitWords > 0) {
       auto split = [&] {
         // Split blocks: W lanes per block, lane l taking quant word l % W of blocks

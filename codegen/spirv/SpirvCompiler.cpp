@@ -141,7 +141,34 @@ KernelPlan planKernel(const OpShape &op, const SpirvTarget &target) {
     }
     plan.unitsPerGroup =
         plan.workgroupSize / lanes * (lanes / plan.lanesPerRow) * plan.rowsPerSubgroup;
-    if (plan.intDotX && target.qmatmulGroups >= 4 && target.qmatmulGroups <= 65535)
+    const uint32_t wgRows = target.qmatmulWorkgroupRows;
+    if (plan.splitWords > 0 && op.isStatic(1) && wgRows >= 1 && wgRows <= 16 &&
+        lanes % plan.splitWords == 0) {
+      // A workgroup of up to 512 invocations (fewer when a row has fewer quant words), all on
+      // the same rows; intDotUnroll blocks loaded at once (dotunroll=N, default 2), spread
+      // evenly over the row's steps.
+      plan.workgroupRows = true;
+      plan.rowsPerSubgroup = wgRows;
+      const int64_t words = op.ints[1] / layout.blockWeights * plan.splitWords;
+      uint32_t size = lanes;
+      while (size < 512 && size < words && size * 2 <= maxGroup)
+        size *= 2;
+      if (target.qmatmulWorkgroup >= lanes && target.qmatmulWorkgroup % lanes == 0)
+        size = std::min(target.qmatmulWorkgroup, maxGroup);
+      plan.workgroupSize = plan.lanesPerRow = size;
+      uint32_t most = target.qmatmulDotUnroll >= 1 && target.qmatmulDotUnroll <= 16
+                          ? target.qmatmulDotUnroll
+                          : 2;
+      int64_t stride = size / plan.splitWords;
+      int64_t trip = (op.ints[1] / layout.blockWeights + stride - 1) / stride;
+      int64_t iterations = (trip + most - 1) / most;
+      plan.intDotUnroll =
+          static_cast<uint32_t>(std::max<int64_t>(1, (trip + iterations - 1) / iterations));
+      plan.unitsPerGroup = wgRows;
+      plan.maxGroups = 0;
+    }
+    if (!plan.workgroupRows && plan.intDotX && target.qmatmulGroups >= 4 &&
+        target.qmatmulGroups <= 65535)
       plan.maxGroups = target.qmatmulGroups;
     break;
   }

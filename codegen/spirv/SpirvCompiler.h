@@ -63,6 +63,11 @@ struct SpirvTarget {
   /// workgroup per tile of rows). Each quantizes x once and then loops over the tiles
   /// g, g + N, ..., so x's cost is paid N times rather than once per tile.
   uint32_t qmatmulGroups = 0;
+  /// Q4_0/Q8_0 with static n_cols: every invocation of a workgroup on the same N rows
+  /// (`wgrows=N`, 1..16; 0: off), each taking one quant word of the rows' blocks in turn, x
+  /// quantized per block as it is loaded (int8 x from 64 rows where the device has integer dot
+  /// products, as the default schedule). A workgroup per N rows: many more resident invocations.
+  uint32_t qmatmulWorkgroupRows = 0;
   /// maxComputeSharedMemorySize: workgroup memory a kernel may declare (Vulkan's minimum).
   uint32_t maxSharedMemoryBytes = 16384;
   /// Attention over heads: the most invocations per workgroup (0: 1024; `attnwg=N`).

@@ -50,6 +50,10 @@ struct KernelPlan {
   bool intDotX = false;
   /// int8-x schedule: blocks a lane loads before it computes any of them.
   uint32_t intDotUnroll = 1;
+  /// Split blocks with every invocation of the workgroup on the same rowsPerSubgroup rows
+  /// (SpirvTarget::qmatmulWorkgroupRows; lanesPerRow is then the workgroup size and
+  /// intDotUnroll the blocks an invocation loads at once).
+  bool workgroupRows = false;
   /// When nonzero, the most workgroups dispatched (SpirvKernel::maxGroups): each loops over the
   /// tiles of unitsPerGroup units g, g + maxGroups, ... (int8-x quantized_matmul).
   uint32_t maxGroups = 0;

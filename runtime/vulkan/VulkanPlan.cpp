@@ -61,7 +61,7 @@ public:
                  bool checkValidation)
       : device_(std::move(device)), shared_(std::move(shared)), steps_(std::move(steps)),
         launches_(launches), numSlots_(numSlots), description_(std::move(description)),
-        printTimes_(printTimes && device_->timestampsEnabled()),
+        timed_(device_->timestampsEnabled()), printTimes_(printTimes && timed_),
         checkValidation_(checkValidation && device_->validationEnabled()) {
     for (const Step &s : steps_)
       dispatches_ += s.kind == Step::Kind::Dispatch;
@@ -103,7 +103,9 @@ private:
     ++barriers_;
   }
   std::string stepName(size_t i) const;
-  void printTimes(const std::vector<uint32_t> &dispatchSteps, double recordSeconds);
+  /// Reads the flush's timestamps into the stats (kernel time, span, recording time) and, with
+  /// printTimes_, prints a line per dispatch and one for the flush.
+  void collectTimes(const std::vector<uint32_t> &dispatchSteps, double recordSeconds);
 
   std::shared_ptr<VulkanDevice> device_;
   std::shared_ptr<VulkanCompiler::Shared> shared_;
@@ -111,6 +113,8 @@ private:
   size_t launches_;
   size_t numSlots_;
   std::string description_;
+  /// Timestamps around each dispatch (the device has them on), and a line per dispatch printed.
+  bool timed_;
   bool printTimes_;
   bool checkValidation_;
   size_t dispatches_ = 0;
@@ -325,7 +329,7 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
   DescriptorCache &descriptors = device_->descriptors();
   descriptors.invalidateIfBuffersDestroyed(device_->memory().destroyedBlocks());
   device_->staging().reset();
-  if (printTimes_ && queries_ == VK_NULL_HANDLE && dispatches_ > 0) {
+  if (timed_ && queries_ == VK_NULL_HANDLE && dispatches_ > 0) {
     auto info = vkStruct<VkQueryPoolCreateInfo>(VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO);
     info.queryType = VK_QUERY_TYPE_TIMESTAMP;
     info.queryCount = static_cast<uint32_t>(2 * dispatches_);
@@ -414,8 +418,8 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - recordStart).count();
   SINTER_RETURN_IF_ERROR(submit(seg, steps_.size()));
   descriptors.trim();
-  if (printTimes_)
-    printTimes(dispatchSteps, recordSeconds);
+  if (timed_)
+    collectTimes(dispatchSteps, recordSeconds);
   {
     absl::MutexLock lock(&shared_->mu);
     VulkanCompilerStats &st = shared_->stats;
@@ -438,7 +442,8 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
   return absl::OkStatus();
 }
 
-void VulkanPlanImpl::printTimes(const std::vector<uint32_t> &dispatchSteps, double recordSeconds) {
+void VulkanPlanImpl::collectTimes(const std::vector<uint32_t> &dispatchSteps,
+                                  double recordSeconds) {
   if (queries_ == VK_NULL_HANDLE || dispatchSteps.empty())
     return;
   std::vector<uint64_t> ticks(2 * dispatchSteps.size());
@@ -460,6 +465,8 @@ void VulkanPlanImpl::printTimes(const std::vector<uint32_t> &dispatchSteps, doub
       gaps += gap;
       widest = std::max(widest, gap);
     }
+    if (!printTimes_)
+      continue;
     double bytes = 0;
     for (const KernelMember &m : s.heads ? s.heads->members : s.members) {
       const OpCall &op = m.entry.op; // the integers of the trace that made the plan
@@ -473,14 +480,17 @@ void VulkanPlanImpl::printTimes(const std::vector<uint32_t> &dispatchSteps, doub
                  seconds > 0 ? bytes / seconds * 1e-9 : 0.0);
   }
   double span = double(ticks.back() - ticks.front()) * period * 1e-9;
-  std::fprintf(stderr,
-               "sinter-stats: vulkan flush: %zu dispatches, %.3f us of kernel time, %.3f us from "
-               "first start to last end, %.3f us of gaps between dispatches (widest %.3f us), "
-               "%.3f us recording on the host\n",
-               dispatchSteps.size(), total * 1e6, span * 1e6, gaps * 1e6, widest * 1e6,
-               recordSeconds * 1e6);
+  if (printTimes_)
+    std::fprintf(stderr,
+                 "sinter-stats: vulkan flush: %zu dispatches, %.3f us of kernel time, %.3f us from "
+                 "first start to last end, %.3f us of gaps between dispatches (widest %.3f us), "
+                 "%.3f us recording on the host\n",
+                 dispatchSteps.size(), total * 1e6, span * 1e6, gaps * 1e6, widest * 1e6,
+                 recordSeconds * 1e6);
   absl::MutexLock lock(&shared_->mu);
   shared_->stats.kernelSeconds += total;
+  shared_->stats.spanSeconds += span;
+  shared_->stats.recordSeconds += recordSeconds;
 }
 
 // The slots an entry reads and writes.

@@ -78,6 +78,10 @@ struct VulkanCompilerStats {
   uint64_t barriers = 0; ///< memory barriers between steps (the entry barrier not counted)
   /// Sum of the kernels' device time (timestamps), when they are on.
   double kernelSeconds = 0;
+  /// With timestamps: the flushes' device time from the first dispatch's start to the last's
+  /// end (gaps included), and their host time recording command buffers.
+  double spanSeconds = 0;
+  double recordSeconds = 0;
 };
 
 /// The counters of a compiler and its plans; tests and benchmarks may hold it after the backend
@@ -94,7 +98,9 @@ struct VulkanStatsSink {
 struct VulkanCompilerOptions {
   /// One line on stderr per fused kernel that falls back to its members (once per kernel name).
   bool logFallbacks = true;
-  /// Per-kernel timestamps printed after each flush (SINTER_STATS=1 sets it; needs timestamps).
+  /// Per-kernel timestamps printed after each flush (SINTER_STATS=1 sets it; needs timestamps,
+  /// which VulkanDeviceOptions::timestamps or SINTER_STATS=1 turn on: with them and without
+  /// this, the times only go to the stats).
   bool printKernelTimes = false;
   /// Where the counters go; a fresh sink when null.
   std::shared_ptr<VulkanStatsSink> stats;

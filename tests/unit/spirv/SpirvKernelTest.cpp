@@ -63,6 +63,7 @@ protected:
     t.attentionWorkgroup = attentionWorkgroup_;
     t.attentionSplits = attentionSplits_;
     t.qmatmulGroups = groups_;
+    t.qmatmulWorkgroupRows = workgroupRows_;
     return t;
   }
 
@@ -80,7 +81,7 @@ protected:
         (t.qmatmulGenericDecode ? "/generic" : "") + (t.qmatmulSplitBlocks ? "/split" : "") +
         (t.qmatmulIntDot ? "/dot" : "") + (t.qmatmulPrefetch ? "" : "/late") + "/" +
         std::to_string(t.qmatmulUnroll) + "/" + std::to_string(t.qmatmulDotUnroll) + "/g" +
-        std::to_string(t.qmatmulGroups);
+        std::to_string(t.qmatmulGroups) + "/w" + std::to_string(t.qmatmulWorkgroupRows);
     auto cached = kernels_->find(key);
     if (cached == kernels_->end()) {
       absl::StatusOr<SpirvKernel> built = codegen::buildSpirvKernel(spec, t);
@@ -311,6 +312,8 @@ protected:
   uint32_t attentionSplits_ = 0;
   /// target()'s SpirvTarget::qmatmulGroups (0: one workgroup per tile of rows).
   uint32_t groups_ = 0;
+  /// target()'s SpirvTarget::qmatmulWorkgroupRows (0: off).
+  uint32_t workgroupRows_ = 0;
   static std::map<std::string, SpirvKernel> *kernels_;
 };
 VkRunner *SpirvKernelTest::runner_ = nullptr;
@@ -523,6 +526,43 @@ TEST_F(SpirvKernelTest, QuantizedMatmulCappedGrid) {
               ops::add(slot(2), slot(3), slot(4), 700)},
              0, {2, 4}, "groups=5 quantized_matmul -> add");
   groups_ = 0;
+}
+
+TEST_F(SpirvKernelTest, QuantizedMatmulWorkgroupRows) {
+  // wgrows=N: every invocation of a workgroup on the same N rows, x quantized per block as it is
+  // loaded (int8 from 64 rows where the device has integer dot products, f32 below and with
+  // dot=0); odd block counts (3104 columns: unaligned rows), several steps a row (11008), a
+  // partial last workgroup, the norm prologue and the residual epilogue.
+  for (bool dot : {true, false}) {
+    intDot_ = dot;
+    for (uint32_t n : {1u, 4u, 16u}) {
+      workgroupRows_ = n;
+      for (DType dtype : {DType::Q4_0, DType::Q8_0})
+        for (uint32_t nCols : {1024u, 3104u, 11008u})
+          for (uint32_t rows : {1u, 63u, 64u, 130u}) {
+            if (nCols > 4096 && rows != 64)
+              continue;
+            OpCall op = ops::quantizedMatmul(slot(0), slot(1), slot(2), rows, nCols, dtype);
+            absl::StatusOr<SpirvKernel> k =
+                codegen::buildSpirvKernel(codegen::singleOpSpec(op, 0), target());
+            ASSERT_TRUE(k.ok()) << k.status();
+            EXPECT_EQ(k->unitsPerGroup, n);
+            const bool int8 = dot && runner_->intDot() && rows >= 64;
+            check(op,
+                  "wgrows=" + str(n) + (dot ? "" : " dot=0 ") + dtypeName(dtype) + " " + str(rows) +
+                      "x" + str(nCols),
+                  0, rows, nullptr, int8 ? kQuantizedActivationTolerance : kF32Tolerance);
+          }
+      checkFused({ops::rmsNorm(slot(0), slot(1), slot(2), 1024, 1e-5f),
+                  ops::quantizedMatmul(slot(3), slot(2), slot(4), 70, 1024, DType::Q4_0)},
+                 1, {2, 4}, "wgrows=" + str(n) + " rms_norm -> quantized_matmul");
+      checkFused({ops::quantizedMatmul(slot(0), slot(1), slot(2), 70, 544, DType::Q8_0),
+                  ops::add(slot(2), slot(3), slot(4), 70)},
+                 0, {2, 4}, "wgrows=" + str(n) + " quantized_matmul -> add");
+    }
+  }
+  workgroupRows_ = 0;
+  intDot_ = true;
 }
 
 TEST_F(SpirvKernelTest, FusedRmsNormQuantizedMatmul) {

@@ -331,13 +331,44 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, Value x4, Value g4, Value 
     }
     return next;
   };
-  // 0. With SpirvTarget::qmatmulPrefetch the lane's first block of W is loaded before x is
-  // quantized, so that its memory latency and the quantization's overlap (on the H200 it gained
-  // nothing); past the end it reads the last block and adds nothing.
-  std::optional<SplitWords> prefetched;
-  Value clampedFirst = e.minu(e.divu(lane, e.ci(perBlock)), e.sub(nBlocks, e.ci(1)));
+  // U blocks (KernelPlan::intDotUnroll) from blk0 on, stride apart: all their loads issued
+  // before any of their products, so that a lane has U blocks of W in flight instead of one
+  // memory latency per block. Blocks past the end read the last block and add nothing (the
+  // first is past it only when `guardFirst`: the loop's condition covers it otherwise).
+  const int64_t unroll = e.plan.intDotUnroll;
+  Value stride = e.ci(lanes / perBlock), lastBlock = e.sub(nBlocks, e.ci(1));
+  struct Batch {
+    llvm::SmallVector<Value, 16> blks, lives;
+    llvm::SmallVector<SplitWords, 16> loaded;
+  };
+  auto loadBatch = [&](Value blk0, bool guardFirst) {
+    Batch batch;
+    for (int64_t u = 0; u < unroll; ++u) {
+      Value blk = blk0, live;
+      if (u > 0 || guardFirst) {
+        Value at = e.add(blk0, e.mul(stride, e.ci(u)));
+        live = e.ult(at, nBlocks);
+        blk = e.minu(at, lastBlock);
+      }
+      batch.blks.push_back(blk);
+      batch.lives.push_back(live);
+      batch.loaded.push_back(loadW(blk));
+    }
+    return batch;
+  };
+  auto addBatch = [&](const Batch &batch, llvm::SmallVector<Value> next) {
+    for (int64_t u = 0; u < unroll; ++u) {
+      llvm::SmallVector<Value> sum = addBlock(batch.blks[u], batch.loaded[u], next);
+      for (int64_t r = 0; r < rows; ++r)
+        next[r] = batch.lives[u] ? e.select(batch.lives[u], sum[r], next[r]) : sum[r];
+    }
+    return next;
+  };
+  // 0. With SpirvTarget::qmatmulPrefetch the lane's first U blocks of W are loaded before x is
+  // quantized, so that their memory latency and the quantization's overlap.
+  std::optional<Batch> prefetched;
   if (e.target.qmatmulPrefetch)
-    prefetched = loadW(clampedFirst);
+    prefetched = loadBatch(e.divu(lane, e.ci(perBlock)), /*guardFirst=*/true);
   xq = workgroupArray(e, e.i32(), vectors);
   xd = workgroupArray(e, e.f32(), blocks);
   xz = q4 ? workgroupArray(e, e.f32(), blocks) : Value();
@@ -401,53 +432,24 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, Value x4, Value g4, Value 
                           return llvm::SmallVector<Value>{e.fadd(it[0], e.load(partials, j))};
                         })[0];
   // 2. W: the split schedule's words, lane l taking word l % W of blocks l / W, l / W + L / W...
-  auto tileProducts = [&](Value tileFirst, std::optional<SplitWords> early) {
-    llvm::SmallVector<Value, 4> inits(rows, e.cf(0.0));
-    Value stride = e.ci(lanes / perBlock), firstBlock = e.divu(lane, e.ci(perBlock));
-    llvm::SmallVector<Value> accs;
+  auto tileProducts = [&](Value tileFirst, const Batch *early) {
+    llvm::SmallVector<Value> accs(rows, e.cf(0.0));
+    Value firstBlock = e.divu(lane, e.ci(perBlock));
     if (early) {
-      // The block loaded before quantizing x: its loads were in flight meanwhile.
-      Value live = e.ult(firstBlock, nBlocks);
-      llvm::SmallVector<Value> first =
-          addBlock(clampedFirst, *early, llvm::SmallVector<Value>(inits.begin(), inits.end()));
-      for (int64_t r = 0; r < rows; ++r)
-        accs.push_back(e.select(live, first[r], inits[r]));
-      firstBlock = e.add(firstBlock, stride);
-    } else {
-      accs.assign(inits.begin(), inits.end());
+      // The blocks loaded before quantizing x: their loads were in flight meanwhile.
+      accs = addBatch(*early, accs);
+      firstBlock = e.add(firstBlock, e.mul(stride, e.ci(unroll)));
     }
-    // U blocks per iteration (KernelPlan::intDotUnroll), all their loads issued before any of
-    // their products, so that a lane has U blocks of W in flight instead of one memory latency
-    // per block; blocks past the end read the last block and add nothing.
-    const int64_t unroll = e.plan.intDotUnroll;
-    Value lastBlock = e.sub(nBlocks, e.ci(1));
     accs = e.forLoop(firstBlock, nBlocks, e.mul(stride, e.ci(unroll)), accs,
                      [&](Value blk0, mlir::ValueRange iters) {
-                       llvm::SmallVector<Value> next(iters.begin(), iters.end());
-                       llvm::SmallVector<Value, 16> blks, lives;
-                       llvm::SmallVector<SplitWords, 16> loaded;
-                       for (int64_t u = 0; u < unroll; ++u) {
-                         Value blk = blk0, live;
-                         if (u > 0) {
-                           Value at = e.add(blk0, e.mul(stride, e.ci(u)));
-                           live = e.ult(at, nBlocks);
-                           blk = e.minu(at, lastBlock);
-                         }
-                         blks.push_back(blk);
-                         lives.push_back(live);
-                         loaded.push_back(loadW(blk));
-                       }
-                       for (int64_t u = 0; u < unroll; ++u) {
-                         llvm::SmallVector<Value> sum = addBlock(blks[u], loaded[u], next);
-                         for (int64_t r = 0; r < rows; ++r)
-                           next[r] = lives[u] ? e.select(lives[u], sum[r], next[r]) : sum[r];
-                       }
-                       return next;
+                       return addBatch(loadBatch(blk0, /*guardFirst=*/false),
+                                       llvm::SmallVector<Value>(iters.begin(), iters.end()));
                      });
     finish(accs, g4 ? squares : Value(), tileFirst);
   };
+  const Batch *early = prefetched ? &*prefetched : nullptr;
   if (!e.plan.maxGroups) {
-    tileProducts(firstRow, prefetched);
+    tileProducts(firstRow, early);
     return;
   }
   // A capped grid: this workgroup's tiles g, g + G, ... with the x quantized above (the first
@@ -455,9 +457,9 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, Value x4, Value g4, Value 
   Value units = e.ci(e.plan.unitsPerGroup);
   Value tiles = e.divu(e.add(nRows, e.sub(units, e.ci(1))), units);
   Value groups = e.minu(tiles, e.ci(e.plan.maxGroups));
-  tileProducts(firstRow, prefetched);
+  tileProducts(firstRow, early);
   e.forLoop(e.add(group, groups), tiles, groups,
-            [&](Value tile) { tileProducts(setTile(tile), std::nullopt); });
+            [&](Value tile) { tileProducts(setTile(tile), nullptr); });
 }
 
 // Stores a tile's rows: complete(totals, squares, first row, storer) (emitQMatmulKernel).

@@ -17,7 +17,8 @@ build=${1:-$root/build-vk}
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 targets=(VulkanDeviceTest VulkanRuntimeTest VulkanBackendTest VulkanStories260KTest
-  VulkanFuzzTest ConformanceTest sinter-bench-vulkan-decode sinter-bench-vulkan-kernels)
+  VulkanFuzzTest ConformanceTest SpirvKernelTest sinter-bench-vulkan-decode
+  sinter-bench-vulkan-kernels)
 nice ninja -C "$build" -j"${SINTER_JOBS:-2}" "${targets[@]}"
 mkdir -p "$stage/bin" "$stage/lib" "$stage/spv" "$stage/shared/models" "$stage/layers"
 for t in "${targets[@]}"; do

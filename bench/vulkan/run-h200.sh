@@ -65,13 +65,15 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >>
 
 # 4. Tests, each with its gtest JSON (folded into summary.json below).
 tests=(VulkanDeviceTest VulkanRuntimeTest VulkanBackendTest VulkanStories260KTest VulkanFuzzTest
-  ConformanceTest)
+  ConformanceTest SpirvKernelTest)
 [ "$what" = bench ] || [ "$what" = sweep ] || [ "$what" = kernels ] && tests=()
 for t in "${tests[@]}"; do
   filter='*'
   [ "$t" = ConformanceTest ] && filter='*vulkan*'
   say "== $t"
-  timeout 45 "$dest/bin/$t" --gtest_filter="$filter" --gtest_output="json:/tmp/sinter-$t.json" \
+  limit=45
+  [ "$t" = SpirvKernelTest ] && limit=150 # builds a few hundred kernels
+  timeout $limit "$dest/bin/$t" --gtest_filter="$filter" --gtest_output="json:/tmp/sinter-$t.json" \
     >>"$log" 2>&1
   say "$t exit $?"
 done

@@ -4,6 +4,8 @@
 // each kernel test is then independent and the validation layer sees complete object lifetimes.
 #include "tests/unit/spirv/VkRunner.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 
@@ -53,20 +55,28 @@ absl::StatusOr<std::unique_ptr<VkRunner>> VkRunner::create() {
                           VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
   messenger.pfnUserCallback = onMessage;
   messenger.pUserData = r.get();
+  // SINTER_VK_VALIDATION=0 (a machine without the layer, e.g. bench/vulkan/run-h200.sh): no
+  // layer, said once, as the Vulkan runtime tests do.
+  const char *env = std::getenv("SINTER_VK_VALIDATION");
+  const bool validation = !(env && std::string(env) == "0");
+  if (!validation)
+    std::fprintf(stderr,
+                 "note: SINTER_VK_VALIDATION=0: SPIR-V kernel tests run without validation\n");
   VkInstanceCreateInfo info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
-  info.pNext = &messenger;
+  info.pNext = validation ? &messenger : nullptr;
   info.pApplicationInfo = &app;
-  info.enabledLayerCount = 1;
+  info.enabledLayerCount = validation ? 1 : 0;
   info.ppEnabledLayerNames = &layer;
-  info.enabledExtensionCount = 1;
+  info.enabledExtensionCount = validation ? 1 : 0;
   info.ppEnabledExtensionNames = &extension;
   VkResult result = vkCreateInstance(&info, nullptr, &r->instance_);
   if (result != VK_SUCCESS)
-    return absl::UnavailableError(absl::StrCat(
-        "vkCreateInstance with the validation layer failed (VkResult ", int(result), ")"));
+    return absl::UnavailableError(absl::StrCat("vkCreateInstance",
+                                               validation ? " with the validation layer" : "",
+                                               " failed (VkResult ", int(result), ")"));
   auto createMessenger = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
       vkGetInstanceProcAddr(r->instance_, "vkCreateDebugUtilsMessengerEXT"));
-  if (createMessenger)
+  if (validation && createMessenger)
     VK_TRY(createMessenger(r->instance_, &messenger, nullptr, &r->messenger_));
 
   uint32_t count = 0;

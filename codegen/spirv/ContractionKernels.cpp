@@ -257,6 +257,61 @@ using Finish = llvm::function_ref<void(llvm::SmallVector<Value>, Value, Value)>;
 // The first row of tile `tile` and the byte offsets of its rows (clamped to the last row).
 using TileRows = llvm::function_ref<std::pair<Value, llvm::SmallVector<Value, 4>>(Value)>;
 
+// One block of 32 of x as int8 (SEMANTICS.md's quantized activations), from the vec4s of it this
+// lane holds, the block spread over `lanes` aligned lanes of the subgroup: d_x = max |x| / 127,
+// q = round(x / d_x) four to a u32 per vec4 and, with `sum`, Σ q over the block (Q4_0's zero
+// point). Every lane of the block gets d_x and the sum.
+struct Int8Block {
+  llvm::SmallVector<Value, 2> words;
+  Value dx, qsum;
+};
+Int8Block quantizeBlockX(Emitter &e, llvm::ArrayRef<Value> vec4s, uint32_t lanes, bool sum) {
+  mlir::OpBuilder &b = e.b;
+  Value amax = e.cf(0.0);
+  for (Value v : vec4s)
+    for (int64_t l = 0; l < 4; ++l)
+      amax = b.create<arith::MaxNumFOp>(e.loc, amax,
+                                        b.create<mlir::math::AbsFOp>(e.loc, extractLane(e, v, l)));
+  amax = e.clusterMax(amax, lanes);
+  Value positive = b.create<arith::CmpFOp>(e.loc, arith::CmpFPredicate::OGT, amax, e.cf(0.0));
+  Value inverse = e.select(positive, b.create<arith::DivFOp>(e.loc, e.cf(127.0), amax), e.cf(0.0));
+  Int8Block out;
+  out.dx = b.create<arith::DivFOp>(e.loc, amax, e.cf(127.0));
+  Value qsum = e.cf(0.0);
+  for (Value v : vec4s) {
+    Value packed = e.c32(0);
+    for (int64_t l = 0; l < 4; ++l) {
+      Value qf = b.create<mlir::math::RoundEvenOp>(e.loc, e.fmul(extractLane(e, v, l), inverse));
+      qsum = e.fadd(qsum, qf);
+      Value byte =
+          b.create<arith::AndIOp>(e.loc, b.create<arith::FPToSIOp>(e.loc, e.i32(), qf), e.c32(255));
+      packed =
+          b.create<arith::OrIOp>(e.loc, packed, b.create<arith::ShLIOp>(e.loc, byte, e.c32(8 * l)));
+    }
+    out.words.push_back(packed);
+  }
+  if (sum)
+    out.qsum = e.clusterSum(qsum, lanes);
+  return out;
+}
+
+// Σ q_w q_x over one quant word of W and the int8 x it covers: a Q4_0 word's low nibbles against
+// `xa` and high nibbles against `xb` (unsigned 4x8 vectors, OpSUDot), a Q8_0 word against `xa`
+// (OpSDot).
+Value int8WordDot(Emitter &e, DType dtype, Value q, Value xa, Value xb) {
+  mlir::OpBuilder &b = e.b;
+  auto format = mlir::spirv::PackedVectorFormatAttr::get(
+      b.getContext(), mlir::spirv::PackedVectorFormat::PackedVectorFormat4x8Bit);
+  if (dtype != DType::Q4_0)
+    return b.create<mlir::spirv::SDotOp>(e.loc, e.i32(), xa, q, format);
+  Value qlo = b.create<arith::AndIOp>(e.loc, q, e.c32(0x0f0f0f0f));
+  Value qhi = b.create<arith::AndIOp>(e.loc, b.create<arith::ShRUIOp>(e.loc, q, e.c32(4)),
+                                      e.c32(0x0f0f0f0f));
+  return b.create<arith::AddIOp>(e.loc,
+                                 b.create<mlir::spirv::SUDotOp>(e.loc, e.i32(), xa, qlo, format),
+                                 b.create<mlir::spirv::SUDotOp>(e.loc, e.i32(), xb, qhi, format));
+}
+
 // Matrices of fewer rows keep x in f32 (a branch on n_rows in the kernel).
 constexpr int64_t kIntDotMinRows = 64;
 
@@ -282,7 +337,6 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, Value x4, Value g4, Value 
   const int64_t subgroups = e.plan.workgroupSize / subgroupLanes;
   Value w = e.buffer(0);
   Value partials = g4 ? workgroupArray(e, e.f32(), subgroups) : Value();
-  auto c32 = [&](int64_t v) { return e.c32(v); };
   Value word = e.remu(lane, e.ci(perBlock));
   Value firstWord = e.ult(word, e.ci(1));
   const bool alignedRows = (op.ints[1] / layout.blockWeights * layout.blockBytes) % 4 == 0;
@@ -299,8 +353,6 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, Value x4, Value g4, Value 
   };
   Value group = e.groupId();
   Value firstRow = setTile(group);
-  auto format = mlir::spirv::PackedVectorFormatAttr::get(
-      b.getContext(), mlir::spirv::PackedVectorFormat::PackedVectorFormat4x8Bit);
   auto loadW = [&](Value blk) {
     return loadSplitWords(e, w, op.dtype, blk, word, rowBases, rowWords, alignedRows);
   };
@@ -312,18 +364,8 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, Value x4, Value g4, Value 
     Value dx = e.load(xd, blk);
     Value zero = q4 ? e.select(firstWord, e.load(xz, blk), e.cf(0.0)) : Value();
     for (int64_t r = 0; r < rows; ++r) {
-      Value scale = splitScale(e, l, r), q = splitQuantWord(e, l, r);
-      Value dot;
-      if (q4) {
-        Value qlo = b.create<arith::AndIOp>(e.loc, q, c32(0x0f0f0f0f));
-        Value qhi = b.create<arith::AndIOp>(e.loc, b.create<arith::ShRUIOp>(e.loc, q, c32(4)),
-                                            c32(0x0f0f0f0f));
-        dot = b.create<arith::AddIOp>(
-            e.loc, b.create<mlir::spirv::SUDotOp>(e.loc, e.i32(), xa, qlo, format),
-            b.create<mlir::spirv::SUDotOp>(e.loc, e.i32(), xb, qhi, format));
-      } else {
-        dot = b.create<mlir::spirv::SDotOp>(e.loc, e.i32(), xa, q, format);
-      }
+      Value scale = splitScale(e, l, r);
+      Value dot = int8WordDot(e, op.dtype, splitQuantWord(e, l, r), xa, xb);
       Value part = e.fmul(b.create<arith::SIToFPOp>(e.loc, e.f32(), dot), dx);
       if (q4)
         part = b.create<arith::SubFOp>(e.loc, part, zero);
@@ -376,51 +418,30 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, Value x4, Value g4, Value 
   // so that the 8 lanes of a block (aligned: T is a multiple of 8) all reach the shuffles.
   Value tid = e.threadId(), threads = e.ci(e.plan.workgroupSize);
   Value lastVector = e.ci(vectors - 1);
-  Value squares = e.forLoop(
-      e.ci(0), e.ci(vectors), threads, mlir::ValueRange{e.cf(0.0)},
-      [&](Value v0, mlir::ValueRange it) {
-        Value at = e.add(v0, tid);
-        Value live = e.ult(at, e.ci(vectors));
-        Value v = e.minu(at, lastVector);
-        Value in = e.load(x4, v);
-        Value xv = g4 ? b.create<arith::MulFOp>(e.loc, in, e.load(g4, v)).getResult() : in;
-        Value sq = it[0];
-        if (g4)
-          sq = e.select(live, e.fadd(sq, groupSum(e, {in}, true)), sq);
-        llvm::SmallVector<Value, 4> xs;
-        Value amax = e.cf(0.0);
-        for (int64_t l = 0; l < 4; ++l) {
-          xs.push_back(extractLane(e, xv, l));
-          amax =
-              b.create<arith::MaxNumFOp>(e.loc, amax, b.create<mlir::math::AbsFOp>(e.loc, xs[l]));
-        }
-        amax = e.clusterMax(amax, 8);
-        Value positive = b.create<arith::CmpFOp>(e.loc, arith::CmpFPredicate::OGT, amax, e.cf(0.0));
-        Value inverse =
-            e.select(positive, b.create<arith::DivFOp>(e.loc, e.cf(127.0), amax), e.cf(0.0));
-        Value packed = c32(0), qsum = e.cf(0.0);
-        for (int64_t l = 0; l < 4; ++l) {
-          Value qf = b.create<mlir::math::RoundEvenOp>(e.loc, e.fmul(xs[l], inverse));
-          qsum = e.fadd(qsum, qf);
-          Value qi = b.create<arith::FPToSIOp>(e.loc, e.i32(), qf);
-          Value byte = b.create<arith::AndIOp>(e.loc, qi, c32(255));
-          packed = b.create<arith::OrIOp>(e.loc, packed,
-                                          b.create<arith::ShLIOp>(e.loc, byte, c32(8 * l)));
-        }
-        if (q4)
-          qsum = e.clusterSum(qsum, 8);
-        e.ifThen(live, [&] {
-          e.store(packed, xq, v);
-          e.ifThen(e.ult(e.remu(v, e.ci(8)), e.ci(1)), [&] {
-            Value d = b.create<arith::DivFOp>(e.loc, amax, e.cf(127.0));
-            Value blk = e.divu(v, e.ci(8));
-            e.store(d, xd, blk);
-            if (q4)
-              e.store(e.fmul(e.fmul(d, qsum), e.cf(8.0)), xz, blk);
-          });
-        });
-        return llvm::SmallVector<Value>{sq};
-      })[0];
+  Value squares =
+      e.forLoop(e.ci(0), e.ci(vectors), threads, mlir::ValueRange{e.cf(0.0)},
+                [&](Value v0, mlir::ValueRange it) {
+                  Value at = e.add(v0, tid);
+                  Value live = e.ult(at, e.ci(vectors));
+                  Value v = e.minu(at, lastVector);
+                  Value in = e.load(x4, v);
+                  Value xv =
+                      g4 ? b.create<arith::MulFOp>(e.loc, in, e.load(g4, v)).getResult() : in;
+                  Value sq = it[0];
+                  if (g4)
+                    sq = e.select(live, e.fadd(sq, groupSum(e, {in}, true)), sq);
+                  Int8Block q = quantizeBlockX(e, {xv}, 8, q4); // a block is 8 vec4s
+                  e.ifThen(live, [&] {
+                    e.store(q.words[0], xq, v);
+                    e.ifThen(e.ult(e.remu(v, e.ci(8)), e.ci(1)), [&] {
+                      Value blk = e.divu(v, e.ci(8));
+                      e.store(q.dx, xd, blk);
+                      if (q4)
+                        e.store(e.fmul(e.fmul(q.dx, q.qsum), e.cf(8.0)), xz, blk);
+                    });
+                  });
+                  return llvm::SmallVector<Value>{sq};
+                })[0];
   if (g4) {
     Value part = e.clusterSum(squares, subgroupLanes);
     e.ifThen(e.ult(e.laneId(), e.ci(1)), [&] { e.store(part, partials, e.subgroupId()); });
@@ -491,8 +512,6 @@ void emitWorkgroupRowsQMatmul(Emitter &e, const OpShape &op, Value x4, Value g4,
   llvm::SmallVector<Value, 8> rowWords;
   for (int64_t r = 0; r < rows; ++r)
     rowWords.push_back(e.divu(rowBases[r], e.ci(4)));
-  auto format = mlir::spirv::PackedVectorFormatAttr::get(
-      b.getContext(), mlir::spirv::PackedVectorFormat::PackedVectorFormat4x8Bit);
   Value stride = e.ci(threads / perBlock), lastBlock = e.sub(nBlocks, e.ci(1));
   // iters: the rows' sums, then the norm's sum of squares (this invocation's part).
   llvm::SmallVector<Value> inits(rows + 1, e.cf(0.0));
@@ -542,52 +561,16 @@ void emitWorkgroupRowsQMatmul(Emitter &e, const OpShape &op, Value x4, Value g4,
             }
             continue;
           }
-          // The block's x as int8: max |x| over its W lanes, then 4 quants to a u32 per vec4.
-          Value amax = e.cf(0.0);
-          for (Value v : L.xs)
-            for (int64_t l = 0; l < 4; ++l)
-              amax = b.create<arith::MaxNumFOp>(
-                  e.loc, amax, b.create<mlir::math::AbsFOp>(e.loc, extractLane(e, v, l)));
-          amax = e.clusterMax(amax, static_cast<uint32_t>(perBlock));
-          Value positive =
-              b.create<arith::CmpFOp>(e.loc, arith::CmpFPredicate::OGT, amax, e.cf(0.0));
-          Value inverse =
-              e.select(positive, b.create<arith::DivFOp>(e.loc, e.cf(127.0), amax), e.cf(0.0));
-          Value dx = b.create<arith::DivFOp>(e.loc, amax, e.cf(127.0));
-          llvm::SmallVector<Value, 2> packed;
-          Value qsum = e.cf(0.0);
-          for (Value v : L.xs) {
-            Value p = e.c32(0);
-            for (int64_t l = 0; l < 4; ++l) {
-              Value qf =
-                  b.create<mlir::math::RoundEvenOp>(e.loc, e.fmul(extractLane(e, v, l), inverse));
-              qsum = e.fadd(qsum, qf);
-              Value qi = b.create<arith::FPToSIOp>(e.loc, e.i32(), qf);
-              Value byte = b.create<arith::AndIOp>(e.loc, qi, e.c32(255));
-              p = b.create<arith::OrIOp>(e.loc, p,
-                                         b.create<arith::ShLIOp>(e.loc, byte, e.c32(8 * l)));
-            }
-            packed.push_back(p);
-          }
+          // The block's x as int8 (its W lanes share d_x and Σ q), then each row's word.
+          Int8Block xq = quantizeBlockX(e, L.xs, static_cast<uint32_t>(perBlock), q4);
+          Value dx = xq.dx;
           // Q4_0's zero point: 8 d_x Σ q over the block, taken once (by its first word's lane).
           Value zero;
           if (q4)
-            zero = e.select(
-                firstWord,
-                e.fmul(e.fmul(dx, e.clusterSum(qsum, static_cast<uint32_t>(perBlock))), e.cf(8.0)),
-                e.cf(0.0));
+            zero = e.select(firstWord, e.fmul(e.fmul(dx, xq.qsum), e.cf(8.0)), e.cf(0.0));
           for (int64_t r = 0; r < rows; ++r) {
-            Value q = splitQuantWord(e, L.words, r), dot;
-            if (q4) {
-              Value qlo = b.create<arith::AndIOp>(e.loc, q, e.c32(0x0f0f0f0f));
-              Value qhi = b.create<arith::AndIOp>(
-                  e.loc, b.create<arith::ShRUIOp>(e.loc, q, e.c32(4)), e.c32(0x0f0f0f0f));
-              dot = b.create<arith::AddIOp>(
-                  e.loc, b.create<mlir::spirv::SUDotOp>(e.loc, e.i32(), packed[0], qlo, format),
-                  b.create<mlir::spirv::SUDotOp>(e.loc, e.i32(), packed[1], qhi, format));
-            } else {
-              dot = b.create<mlir::spirv::SDotOp>(e.loc, e.i32(), packed[0], q, format);
-            }
+            Value dot = int8WordDot(e, op.dtype, splitQuantWord(e, L.words, r), xq.words[0],
+                                    q4 ? xq.words[1] : Value());
             Value part = e.fmul(b.create<arith::SIToFPOp>(e.loc, e.f32(), dot), dx);
             if (q4)
               part = b.create<arith::SubFOp>(e.loc, part, zero);

@@ -184,6 +184,13 @@ Value clusterReduce(Emitter &e, Value v, uint32_t lanes, bool isMax) {
 Value Emitter::clusterSum(Value v, uint32_t lanes) { return clusterReduce(*this, v, lanes, false); }
 Value Emitter::clusterMax(Value v, uint32_t lanes) { return clusterReduce(*this, v, lanes, true); }
 
+Value workgroupArray(Emitter &e, mlir::Type element, int64_t n) {
+  auto type = mlir::MemRefType::get(
+      {n}, element, mlir::AffineMap(),
+      mlir::spirv::StorageClassAttr::get(e.b.getContext(), mlir::spirv::StorageClass::Workgroup));
+  return e.b.create<mlir::memref::AllocOp>(e.loc, type).getResult();
+}
+
 // WordReader ---------------------------------------------------------------------------------
 
 Value WordReader::alignedWord(Value block, int64_t i) {

@@ -198,6 +198,12 @@ private:
   std::map<int64_t, mlir::Value> raw_, aligned_;
 };
 
+/// A workgroup-memory array of `n` elements of `element` (a memref in the Workgroup class).
+mlir::Value workgroupArray(Emitter &e, mlir::Type element, int64_t n);
+
+/// quantized_matmul's kernel body (QMatmulKernels.cpp), with the fused members of `spec`.
+void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec);
+
 /// True for the formats with the fast quant decoder (Q4_0, Q8_0: 2-byte scale, then u32 words
 /// of quants), which the pair and split schedules of quantized_matmul need.
 bool hasFastQuantDecoder(DType dtype);

@@ -22,6 +22,14 @@ using runtime::vulkan::DeviceCaps;
 using runtime::vulkan::VulkanKernel;
 using runtime::vulkan::VulkanKernelBuilder;
 
+namespace {
+// SINTER_VK_REPLAY=0: every flush records its command buffer, the kernels push their integers.
+bool replayDisabledByEnv() {
+  const char *env = std::getenv("SINTER_VK_REPLAY");
+  return env && std::string(env) == "0";
+}
+} // namespace
+
 bool haveSpirvCodegen() {
 #ifdef SINTER_HAVE_SPIRV_CODEGEN
   return true;
@@ -30,7 +38,7 @@ bool haveSpirvCodegen() {
 #endif
 }
 
-VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps) {
+VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps, bool paramsInBuffer) {
 #ifdef SINTER_HAVE_SPIRV_CODEGEN
   codegen::SpirvTarget target;
   target.subgroupSize = caps.subgroupSize;
@@ -43,6 +51,8 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps) {
   if (const char *precise = std::getenv("SINTER_PRECISE"); precise && std::string(precise) == "1")
     target.qmatmulIntDot = false;
   target.maxWorkgroupInvocations = caps.maxComputeWorkGroupInvocations;
+  // The integers in a parameter buffer, so plans replay their command buffers.
+  target.paramsInBuffer = paramsInBuffer;
   // SINTER_VK_QMATMUL="rows=4,wg=256,step=4": quantized_matmul schedule overrides, for tuning.
   if (const char *env = std::getenv("SINTER_VK_QMATMUL"))
     for (absl::string_view item : absl::StrSplit(env, ',', absl::SkipEmpty())) {
@@ -88,6 +98,7 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps) {
     out.binary.name = k.name;
     out.binary.numBuffers = k.numBindings();
     out.binary.pushConstantBytes = k.pushConstantBytes();
+    out.paramWords = k.paramsInBuffer ? k.paramWords() : 0;
     out.binary.localSize = k.localSize;
     // The kernels assume subgroups of exactly target.subgroupSize lanes, all of them full.
     out.binary.requireFullSubgroups = true;
@@ -106,6 +117,7 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps) {
   };
 #else
   (void)caps;
+  (void)paramsInBuffer;
   return [](const codegen::KernelSpec &spec) -> absl::StatusOr<VulkanKernel> {
     return absl::UnimplementedError(
         absl::StrCat("kernel ", spec.name(), ": the SPIR-V code generator is not in this build"));
@@ -127,10 +139,12 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> createVulkanBackend(const Backen
   runtime::vulkan::VulkanCompilerOptions compilerOptions;
   compilerOptions.logFallbacks = vulkan.logFallbacks;
   compilerOptions.stats = vulkan.stats;
+  compilerOptions.replay = vulkan.replay && !replayDisabledByEnv();
   const char *stats = std::getenv("SINTER_STATS");
   compilerOptions.printKernelTimes = stats && *stats && std::strcmp(stats, "0") != 0;
-  VulkanKernelBuilder builder =
-      vulkan.builder ? std::move(vulkan.builder) : spirvCodegenBuilder(device->caps());
+  VulkanKernelBuilder builder = vulkan.builder
+                                    ? std::move(vulkan.builder)
+                                    : spirvCodegenBuilder(device->caps(), compilerOptions.replay);
   auto compiler = std::make_shared<runtime::vulkan::VulkanCompiler>(device, std::move(builder),
                                                                     compilerOptions);
 

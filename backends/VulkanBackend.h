@@ -29,14 +29,20 @@ struct VulkanBackendOptions {
   /// Receives the compiler's counters; may be null.
   std::shared_ptr<runtime::vulkan::VulkanStatsSink> stats;
   bool logFallbacks = true;
+  /// Plans keep their command buffer and submit it again while the commands stay the same
+  /// (the generated kernels then read their integers from a parameter buffer, not push
+  /// constants); false records every flush. SINTER_VK_REPLAY=0 makes it false.
+  bool replay = true;
 };
 
 /// True when this build has the SPIR-V code generator (codegen/spirv).
 bool haveSpirvCodegen();
 
 /// The SPIR-V code generator as a kernel builder for `caps` (Unimplemented for every spec when
-/// the generator is not in the build).
-runtime::vulkan::VulkanKernelBuilder spirvCodegenBuilder(const runtime::vulkan::DeviceCaps &caps);
+/// the generator is not in the build); `paramsInBuffer`: the kernels' integers in a parameter
+/// buffer (VulkanKernel::paramWords) rather than push constants.
+runtime::vulkan::VulkanKernelBuilder spirvCodegenBuilder(const runtime::vulkan::DeviceCaps &caps,
+                                                         bool paramsInBuffer = true);
 
 /// The vulkan backend `options` describe (kind is not looked at). Unavailable when the machine
 /// has no Vulkan device; Unimplemented when no builder is given and the generator is not built.

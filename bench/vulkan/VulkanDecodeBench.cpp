@@ -1,18 +1,22 @@
 // VulkanDecodeBench.cpp - the `vulkan` backend decoding synthetic Q4_0 models at position 256:
-// fused, lazy-unfused and eager side by side, with device kernel time and effective bandwidth.
+// fused, fused with every flush recorded (command-buffer replay off), lazy-unfused and eager side
+// by side, with device kernel time and effective bandwidth.
 //
 // Presets come from SINTER_BENCH_PRESETS (default "tinyllama-1.1b,llama-7b"; "micro" for a quick
 // check on lavapipe). As in bench/CpuDecodeBench.cpp, a timed step is Decoder::step at position
 // 256 after warm-up steps at 254..256 compiled the plans; bytes per token are the weights read
-// once plus the K and V caches up to the position. `hbm_fraction` divides the effective bandwidth
-// by SINTER_PEAK_GBPS (default 4070: the H200's device copy bandwidth, bytes read plus written,
-// as measured for the project's brief, so the fraction is that of the Vulkan issue's floor);
-// `kernel_ms` is the device time of the kernels per token from timestamps (SINTER_STATS=1 turns
-// them on, and prints per kernel). BM_VulkanCopyBandwidth measures what vkCmdCopyBuffer moves
-// (bytes read plus written between two buffers of SINTER_BENCH_COPY_MB MiB, default 256, 16
-// copies per submission). It is reported, not used as the floor: on the H200 it reached 833 GB/s,
-// a fifth of the 4.07 TB/s figure. BM_VulkanAddBandwidth measures the same through a generated
-// kernel (`add`, bytes read plus written).
+// once plus the K and V caches up to the position. The timed steps alternate between positions
+// 256 and 255 and take a new token each, so a replayed command buffer must take new integers
+// (the floor counts position 256's bytes, one position more than half the steps read).
+// `hbm_fraction` divides the effective bandwidth by SINTER_PEAK_GBPS (default 4070: the H200's
+// device copy bandwidth, bytes read plus written, as measured for the project's brief, so the
+// fraction is that of the Vulkan issue's floor); `kernel_ms` is the device time of the kernels per
+// token from timestamps (SINTER_STATS=1 turns them on, and prints per kernel).
+// BM_VulkanCopyBandwidth measures what vkCmdCopyBuffer moves (bytes read plus written between two
+// buffers of SINTER_BENCH_COPY_MB MiB, default 256, 16 copies per submission). It is reported, not
+// used as the floor: on the H200 it reached 833 GB/s, a fifth of the 4.07 TB/s figure.
+// BM_VulkanAddBandwidth measures the same through a generated kernel (`add`, bytes read plus
+// written).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -173,15 +177,16 @@ void BM_VulkanAddBandwidth(benchmark::State &state) {
     (void)(*backend)->free(h);
 }
 
-enum class Mode { Fused, Unfused, Eager };
+enum class Mode { Fused, FusedRecord, Unfused, Eager };
 
 void BM_VulkanDecode(benchmark::State &state, std::string preset, Mode mode) {
   const model::ModelWeights &weights = weightsOf(preset);
   BackendOptions options;
   options.kind = "vulkan";
-  options.fusion = mode == Mode::Fused;
+  options.fusion = mode == Mode::Fused || mode == Mode::FusedRecord;
   options.eager = mode == Mode::Eager;
   VulkanBackendOptions vulkan;
+  vulkan.replay = mode != Mode::FusedRecord;
   vulkan.stats = std::make_shared<runtime::vulkan::VulkanStatsSink>();
   absl::StatusOr<std::unique_ptr<ComputeBackend>> backend = createVulkanBackend(options, vulkan);
   if (!backend.ok()) {
@@ -197,8 +202,12 @@ void BM_VulkanDecode(benchmark::State &state, std::string preset, Mode mode) {
   runtime::LazyStats before = statsOf(**backend);
   runtime::vulkan::VulkanCompilerStats vkBefore = vulkan.stats->get();
   auto start = Clock::now();
+  uint32_t step = 0;
+  const uint32_t vocab = weights.config.vocabSize;
   for (auto _ : state) {
-    absl::Status s = (*decoder)->step(1, kPosition, absl::MakeSpan(logits));
+    ++step;
+    absl::Status s =
+        (*decoder)->step(1 + step % (vocab - 1), kPosition - step % 2, absl::MakeSpan(logits));
     if (!s.ok()) {
       state.SkipWithError(std::string(s.message()).c_str());
       return;
@@ -224,6 +233,10 @@ void BM_VulkanDecode(benchmark::State &state, std::string preset, Mode mode) {
   state.counters["barriers_per_token"] = double(vkAfter.barriers - vkBefore.barriers) / tokens;
   state.counters["kernel_ms"] = (vkAfter.kernelSeconds - vkBefore.kernelSeconds) * 1e3 / tokens;
   state.counters["plan_misses"] = double(after.cache.misses - before.cache.misses);
+  state.counters["replays_per_token"] = double(vkAfter.replays - vkBefore.replays) / tokens;
+  if (vkAfter.recordSeconds > vkBefore.recordSeconds) // timestamps on (SINTER_STATS=1)
+    state.counters["host_us_per_token"] =
+        (vkAfter.recordSeconds - vkBefore.recordSeconds) * 1e6 / tokens;
 }
 
 void registerAll() {
@@ -239,8 +252,9 @@ void registerAll() {
   std::string presets = env && *env ? env : "tinyllama-1.1b,llama-7b";
   for (absl::string_view p : absl::StrSplit(presets, ',', absl::SkipEmpty())) {
     std::string preset(p);
-    for (auto [mode, name] : {std::pair{Mode::Fused, "fused"}, std::pair{Mode::Unfused, "unfused"},
-                              std::pair{Mode::Eager, "eager"}}) {
+    for (auto [mode, name] :
+         {std::pair{Mode::Fused, "fused"}, std::pair{Mode::FusedRecord, "fused_record_every_flush"},
+          std::pair{Mode::Unfused, "unfused"}, std::pair{Mode::Eager, "eager"}}) {
       benchmark::RegisterBenchmark(("BM_VulkanDecode/" + preset + "/" + name).c_str(),
                                    BM_VulkanDecode, preset, mode)
           ->Unit(benchmark::kMillisecond)

@@ -8,7 +8,8 @@ and a summary line
 Only the flushes with the most dispatches count (the decode steps; the warm-up's uploads and
 other small flushes are left out). Output: {"preset", "tokens", "kernel_us_per_token", "span_us_per_token" (first start to last
 end), "gap_us_per_token" and "gap_us_per_dispatch" (idle time between dispatches),
-"widest_gap_us", "record_us_per_token" (host command recording), "dispatches_per_token", "kernels": [{"name", "launches_per_token", "us_per_token", "us_per_launch",
+"widest_gap_us", "record_us_per_token" (host time before the submission: resolving the steps,
+and recording unless the kept command buffer is replayed), "dispatches_per_token", "kernels": [{"name", "launches_per_token", "us_per_token", "us_per_launch",
 "GB_per_s", "share"}...]} with the kernels sorted by time, slowest first.
 """
 import collections
@@ -19,7 +20,7 @@ import sys
 KERNEL = re.compile(r"sinter-stats: vulkan kernel #\d+ (\S+): ([\d.]+) us, (\d+) bytes")
 FLUSH = re.compile(r"sinter-stats: vulkan flush: (\d+) dispatches, ([\d.]+) us of kernel time"
                    r"(?:, ([\d.]+) us from first start to last end, ([\d.]+) us of gaps between "
-                   r"dispatches \(widest ([\d.]+) us\), ([\d.]+) us recording)?")
+                   r"dispatches \(widest ([\d.]+) us\), ([\d.]+) us (?:recording|on the host))?")
 
 
 def main():

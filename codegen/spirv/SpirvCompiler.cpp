@@ -343,7 +343,7 @@ mlir::Type bindingType(mlir::MLIRContext *ctx, SpirvBindingKind kind) {
 
 // The gpu.module with the kernel's gpu.func; the body is left to the caller.
 mlir::gpu::GPUFuncOp createKernelFunc(mlir::OpBuilder &b, mlir::ModuleOp module,
-                                      const spv::KernelPlan &plan) {
+                                      const spv::KernelPlan &plan, bool paramsInBuffer) {
   mlir::MLIRContext *ctx = b.getContext();
   mlir::Location loc = module.getLoc();
   b.setInsertionPointToEnd(module.getBody());
@@ -352,10 +352,14 @@ mlir::gpu::GPUFuncOp createKernelFunc(mlir::OpBuilder &b, mlir::ModuleOp module,
   llvm::SmallVector<mlir::Type> args;
   for (SpirvBindingKind kind : plan.bindings)
     args.push_back(bindingType(ctx, kind));
+  // The integer words: push constants, or (SpirvTarget::paramsInBuffer) a storage buffer bound
+  // after the others, so a recorded command buffer can be replayed with new integers.
   if (plan.pushConstantWords > 0)
     args.push_back(mlir::MemRefType::get(
         {plan.pushConstantWords}, b.getI32Type(), mlir::AffineMap(),
-        mlir::spirv::StorageClassAttr::get(ctx, mlir::spirv::StorageClass::PushConstant)));
+        mlir::spirv::StorageClassAttr::get(ctx, paramsInBuffer
+                                                    ? mlir::spirv::StorageClass::StorageBuffer
+                                                    : mlir::spirv::StorageClass::PushConstant)));
   auto func = b.create<mlir::gpu::GPUFuncOp>(loc, "main", b.getFunctionType(args, {}));
   func->setAttr(mlir::gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   int32_t size = static_cast<int32_t>(plan.workgroupSize);
@@ -471,7 +475,7 @@ absl::StatusOr<SpirvKernel> buildSpirvKernel(const KernelSpec &spec, const Spirv
   (*module)->setAttr(mlir::spirv::getTargetEnvAttrName(), env);
 
   spv::KernelPlan plan = spv::planSpec(spec, target);
-  mlir::gpu::GPUFuncOp func = createKernelFunc(b, *module, plan);
+  mlir::gpu::GPUFuncOp func = createKernelFunc(b, *module, plan, target.paramsInBuffer);
   b.setInsertionPointToStart(&func.getBody().front());
   spv::Emitter e(b, loc, func, target, plan);
   e.setMember(static_cast<int>(spec.prologue.size()));
@@ -508,6 +512,9 @@ absl::StatusOr<SpirvKernel> buildSpirvKernel(const KernelSpec &spec, const Spirv
       operand(2, 1); // V
     }
   }
+  const bool paramsBinding = target.paramsInBuffer && plan.pushConstantWords > 0;
+  if (paramsBinding && target.readOnlyBindings)
+    readOnly |= uint64_t(1) << plan.bindings.size();
   uint64_t coherent = 0;
   if (plan.attentionSplits > 1)
     coherent = (uint64_t(1) << plan.scratchBinding) | (uint64_t(1) << (plan.bindingBase[0] + 2));
@@ -538,6 +545,7 @@ absl::StatusOr<SpirvKernel> buildSpirvKernel(const KernelSpec &spec, const Spirv
   kernel.entryPoint = "main";
   kernel.localSize = {plan.workgroupSize, 1, 1};
   kernel.bindings = plan.bindings;
+  kernel.paramsInBuffer = paramsBinding;
   std::vector<const OpShape *> members = spv::membersOf(spec);
   for (size_t m = 0; m < members.size(); ++m) {
     const OpInfo &info = opInfo(members[m]->kind);

@@ -76,6 +76,11 @@ struct SpirvTarget {
   /// workgroup a head). Each takes a contiguous share of the positions; the last of a head to
   /// finish (an atomic counter in a scratch binding) merges the shares.
   uint32_t attentionSplits = 0;
+  /// The integer words in a storage buffer bound after the kernel's other bindings
+  /// (SpirvKernel::paramsInBuffer) instead of push constants: the Vulkan runtime then records a
+  /// plan's command buffer once and replays it, writing only the words (SINTER_VK_REPLAY=0 turns
+  /// both off).
+  bool paramsInBuffer = false;
   /// Decorate quantized_matmul's W and x (or its norm prologue's in and weight) and attention's
   /// q, K and V NonWritable (`SINTER_VK_QMATMUL=nonwritable=0` leaves them undecorated).
   bool readOnlyBindings = true;
@@ -139,10 +144,18 @@ struct SpirvKernel {
   /// units (quantized_matmul with SpirvTarget::qmatmulGroups).
   uint32_t maxGroups = 0;
 
-  uint32_t numBindings() const { return static_cast<uint32_t>(bindings.size()); }
-  uint32_t pushConstantBytes() const {
-    return 4 * (static_cast<uint32_t>(pushConstantInts.size()) + extraPushWords);
+  /// The words above are not push constants but a storage buffer (u32[]) at the last binding,
+  /// after `bindings` (SpirvTarget::paramsInBuffer, and the kernel has words).
+  bool paramsInBuffer = false;
+
+  uint32_t numBindings() const {
+    return static_cast<uint32_t>(bindings.size()) + (paramsInBuffer ? 1 : 0);
   }
+  /// The integer words, wherever they live.
+  uint32_t paramWords() const {
+    return static_cast<uint32_t>(pushConstantInts.size()) + extraPushWords;
+  }
+  uint32_t pushConstantBytes() const { return paramsInBuffer ? 0 : 4 * paramWords(); }
   /// Workgroups to dispatch for the anchor's integer arguments (all of them): x up to 65535, the
   /// rest in y (kernels linearize y * numWorkgroups.x + x). {0, 0, 0} when there is no work.
   std::array<uint32_t, 3> grid(const int64_t *ints) const;

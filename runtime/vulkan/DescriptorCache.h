@@ -47,6 +47,9 @@ public:
   /// block, and a set keyed by it would bind freed memory. Only call with no work in flight.
   void invalidateIfBuffersDestroyed(uint64_t destroyedBlocks);
   DescriptorStats stats() const;
+  /// Changes whenever sets are forgotten (a trim that resets, or buffers destroyed): a command
+  /// buffer that bound sets of an older generation must not be submitted again.
+  uint64_t generation() const { return stats_.resets; }
 
 private:
   absl::StatusOr<VkDescriptorSet> allocate(VkDescriptorSetLayout layout, uint32_t numBuffers);

@@ -214,6 +214,13 @@ public:
   absl::Status endOneShot(VkCommandBuffer cmd);
   /// Frees a command buffer from beginOneShot without submitting it (a recording that failed).
   void discardOneShot(VkCommandBuffer cmd);
+  /// A command buffer from the device's pool, begun (with the entry barrier), one-time-submit
+  /// or (oneShot false) to be submitted again and again with submitAndWait until the caller
+  /// ends its life with freeCommands. The caller ends the recording (vkEndCommandBuffer).
+  absl::StatusOr<VkCommandBuffer> beginCommands(bool oneShot);
+  /// Frees a command buffer from beginCommands (null is ignored); none of its submissions may
+  /// still be pending.
+  void freeCommands(VkCommandBuffer cmd);
 
   /// Test only: the next submitAndWait fails with `result` (VK_ERROR_DEVICE_LOST,
   /// VK_ERROR_OUT_OF_DEVICE_MEMORY, ...) instead of waiting for the queue; VK_SUCCESS clears it.

@@ -1,13 +1,17 @@
-// VulkanPlan.cpp - KernelProgram -> steps (upload, copy, dispatch) -> one command buffer per run.
+// VulkanPlan.cpp - KernelProgram -> steps (upload, copy, dispatch) -> commands -> one command
+// buffer per run, recorded again only when the commands change.
 //
 // The plan is compiled once per trace structure; a run binds this flush's buffers and integers,
-// records every step with only the barriers the slots' accesses need, submits once and waits.
+// resolves every step into commands with only the barriers the slots' accesses need (the
+// kernels' integer words go to a parameter buffer), then submits once and waits: the command
+// buffer of the previous run when its commands are the same, else a new recording.
 #include "runtime/vulkan/VulkanPlan.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -53,24 +57,128 @@ struct Step {
   std::shared_ptr<const HeadFallback> heads;
 };
 
+// One command of a run's command buffer, resolved from the steps and this run's buffers and
+// integers. Two runs with equal commands (and push-constant words) record the same command
+// buffer, so the later one submits the earlier one's again.
+struct Command {
+  enum class Kind : uint8_t { ResetQueries, Fill, Barrier, Copy, Dispatch };
+  Kind kind = Kind::Barrier;
+  // Copy: src -> dst; Fill: dst (zeros).
+  VkBuffer src = VK_NULL_HANDLE, dst = VK_NULL_HANDLE;
+  uint64_t srcOffset = 0, dstOffset = 0, size = 0;
+  // Barrier.
+  VkPipelineStageFlags srcStages = 0, dstStages = 0;
+  VkAccessFlags srcAccess = 0, dstAccess = 0;
+  // Dispatch: push-constant words [pushFirst, pushFirst + pushWords) of the run's list.
+  const Pipeline *pipeline = nullptr;
+  VkDescriptorSet set = VK_NULL_HANDLE;
+  std::array<uint32_t, 3> groups{};
+  uint32_t pushFirst = 0, pushWords = 0;
+  /// Dispatch: its timestamp pair (-1: untimed); ResetQueries: the query count.
+  int64_t query = -1;
+
+  auto tie() const {
+    return std::tie(kind, src, dst, srcOffset, dstOffset, size, srcStages, dstStages, srcAccess,
+                    dstAccess, pipeline, set, groups, pushFirst, pushWords, query);
+  }
+  friend bool operator==(const Command &a, const Command &b) { return a.tie() == b.tie(); }
+};
+
+Command barrierCommand(VkPipelineStageFlags srcStages, VkAccessFlags srcAccess,
+                       VkPipelineStageFlags dstStages, VkAccessFlags dstAccess) {
+  Command c;
+  c.kind = Command::Kind::Barrier;
+  c.srcStages = srcStages;
+  c.srcAccess = srcAccess;
+  c.dstStages = dstStages;
+  c.dstAccess = dstAccess;
+  return c;
+}
+
+Command copyCommand(VkBuffer src, uint64_t srcOffset, VkBuffer dst, uint64_t dstOffset,
+                    uint64_t size) {
+  Command c;
+  c.kind = Command::Kind::Copy;
+  c.src = src;
+  c.srcOffset = srcOffset;
+  c.dst = dst;
+  c.dstOffset = dstOffset;
+  c.size = size;
+  return c;
+}
+
+void recordCommands(VkCommandBuffer cmd, absl::Span<const Command> commands,
+                    absl::Span<const uint32_t> push, VkQueryPool queries) {
+  for (const Command &c : commands) {
+    switch (c.kind) {
+    case Command::Kind::ResetQueries:
+      vkCmdResetQueryPool(cmd, queries, 0, static_cast<uint32_t>(c.query));
+      break;
+    case Command::Kind::Fill:
+      vkCmdFillBuffer(cmd, c.dst, c.dstOffset, c.size, 0);
+      break;
+    case Command::Kind::Barrier:
+      recordMemoryBarrier(cmd, c.srcStages, c.srcAccess, c.dstStages, c.dstAccess);
+      break;
+    case Command::Kind::Copy: {
+      VkBufferCopy region{c.srcOffset, c.dstOffset, c.size};
+      vkCmdCopyBuffer(cmd, c.src, c.dst, 1, &region);
+      break;
+    }
+    case Command::Kind::Dispatch:
+      vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, c.pipeline->pipeline);
+      vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, c.pipeline->layout, 0, 1, &c.set,
+                              0, nullptr);
+      if (c.pushWords > 0)
+        vkCmdPushConstants(cmd, c.pipeline->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 4 * c.pushWords,
+                           push.data() + c.pushFirst);
+      if (c.query >= 0)
+        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries,
+                            static_cast<uint32_t>(2 * c.query));
+      vkCmdDispatch(cmd, c.groups[0], c.groups[1], c.groups[2]);
+      if (c.query >= 0)
+        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries,
+                            static_cast<uint32_t>(2 * c.query + 1));
+      break;
+    }
+  }
+}
+
 class VulkanPlanImpl : public Plan {
 public:
   VulkanPlanImpl(std::shared_ptr<VulkanDevice> device,
                  std::shared_ptr<VulkanCompiler::Shared> shared, std::vector<Step> steps,
                  size_t launches, size_t numSlots, std::string description, bool printTimes,
-                 bool checkValidation)
+                 bool checkValidation, bool replay)
       : device_(std::move(device)), shared_(std::move(shared)), steps_(std::move(steps)),
         launches_(launches), numSlots_(numSlots), description_(std::move(description)),
         timed_(device_->timestampsEnabled()), printTimes_(printTimes && timed_),
-        checkValidation_(checkValidation && device_->validationEnabled()) {
-    for (const Step &s : steps_)
-      dispatches_ += s.kind == Step::Kind::Dispatch;
+        checkValidation_(checkValidation && device_->validationEnabled()), replay_(replay) {
+    // A parameter region per dispatch the plan can make (an attention step that falls back
+    // makes one per head), each as large as the largest kernel's words.
+    uint64_t regions = 0, words = 0;
+    for (const Step &s : steps_) {
+      if (s.kind != Step::Kind::Dispatch)
+        continue;
+      ++dispatches_;
+      regions += 1 + (s.heads ? s.heads->members.size() : 0);
+      words = std::max<uint64_t>(words, s.built->kernel.paramWords);
+      if (s.heads)
+        for (const VulkanCompiler::Built *b : s.heads->built)
+          words = std::max<uint64_t>(words, b->kernel.paramWords);
+    }
+    if (words > 0) {
+      paramStride_ = alignScratch(4 * words);
+      paramBytes_ = regions * paramStride_;
+    }
   }
   ~VulkanPlanImpl() override {
+    device_->freeCommands(replayCmd_);
     if (queries_ != VK_NULL_HANDLE)
       vkDestroyQueryPool(device_->device(), queries_, nullptr);
     device_->freeBuffer(scratch_);
     device_->freeBuffer(attentionScratch_);
+    device_->freeBuffer(params_);
     for (const BufferRef &r : retired_)
       device_->freeBuffer(r);
   }
@@ -80,30 +188,30 @@ public:
   std::string describe() const override { return description_; }
 
 private:
-  // The command buffer being recorded and what it holds.
-  struct Segment {
-    VkCommandBuffer cmd = VK_NULL_HANDLE;
-    size_t firstStep = 0;
-  };
-  absl::Status begin(Segment &seg, size_t step);
-  absl::Status submit(Segment &seg, size_t endStep);
-  absl::Status recordUpload(Segment &seg, size_t index, const PlanArgs &args,
-                            HazardTracker &hazards);
-  absl::Status recordCopy(Segment &seg, const Step &s, const OpCall &op, const PlanArgs &args,
-                          HazardTracker &hazards);
-  absl::Status recordDispatch(Segment &seg, const VulkanCompiler::Built &built,
-                              absl::Span<const OpCall> ops, size_t anchor,
-                              const std::array<uint32_t, 6> *attentionWords, const PlanArgs &args,
-                              int64_t query);
-  void barrier(Segment &seg) {
-    recordMemoryBarrier(seg.cmd, kWorkStages,
-                        VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, kWorkStages,
-                        VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
-                            VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+  /// Starts the commands of a submission at `step`: the parameter words' copy into params_
+  /// (from staging the run then fills) and its barrier.
+  absl::Status beginSegment(size_t step);
+  /// Records the commands so far into a one-time command buffer, submits it and waits (a split
+  /// flush), then begins the next segment at `step`.
+  absl::Status splitAt(size_t step);
+  /// Submits the commands: the kept command buffer when they equal its commands, else a new
+  /// recording (kept for the next run when `keep`).
+  absl::Status submitCommands(size_t endStep, bool keep);
+  absl::Status nameFailure(absl::Status s, size_t endStep) const;
+  absl::Status resolveUpload(size_t index, const PlanArgs &args, HazardTracker &hazards);
+  absl::Status resolveCopy(const OpCall &op, const PlanArgs &args, HazardTracker &hazards);
+  absl::Status resolveDispatch(const VulkanCompiler::Built &built, absl::Span<const OpCall> ops,
+                               size_t anchor, const std::array<uint32_t, 6> *attentionWords,
+                               const PlanArgs &args, int64_t query);
+  void barrier() {
+    commands_.push_back(barrierCommand(
+        kWorkStages, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, kWorkStages,
+        VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+            VK_ACCESS_TRANSFER_WRITE_BIT));
     ++barriers_;
   }
   std::string stepName(size_t i) const;
-  /// Reads the flush's timestamps into the stats (kernel time, span, recording time) and, with
+  /// Reads the flush's timestamps into the stats (kernel time, span, host time) and, with
   /// printTimes_, prints a line per dispatch and one for the flush.
   void collectTimes(const std::vector<uint32_t> &dispatchSteps, double recordSeconds);
 
@@ -117,6 +225,7 @@ private:
   bool timed_;
   bool printTimes_;
   bool checkValidation_;
+  bool replay_;
   size_t dispatches_ = 0;
   VkQueryPool queries_ = VK_NULL_HANDLE;
   /// Overlapping same-buffer copies go through this (grown as needed, kept for the next run).
@@ -133,9 +242,32 @@ private:
     return (bytes + a - 1) / a * a;
   }
   std::vector<BufferRef> retired_; ///< outgrown scratch ranges, freed after the submission
+  /// The kernels' integer words (VulkanKernel::paramWords): a region of paramStride_ bytes per
+  /// dispatch in params_ (device memory), filled at the start of each submission from staging
+  /// that the run writes (paramsHost_).
+  uint64_t paramStride_ = 0, paramBytes_ = 0;
+  BufferRef params_;
+  uint8_t *paramsHost_ = nullptr;
+  uint64_t paramCursor_ = 0;
+  // The run in progress: its commands, push-constant words and first step of the submission.
+  std::vector<Command> commands_;
+  std::vector<uint32_t> push_;
+  size_t segmentStart_ = 0;
+  // The last run's command buffer, kept for replay, and what it was recorded from.
+  VkCommandBuffer replayCmd_ = VK_NULL_HANDLE;
+  std::vector<Command> replayCommands_;
+  std::vector<uint32_t> replayPush_;
+  uint64_t replayGeneration_ = 0;
   // Counters of the run in progress.
   uint64_t barriers_ = 0, submissions_ = 0, copies_ = 0, uploads_ = 0, dispatched_ = 0;
-  uint64_t fusedDispatched_ = 0;
+  uint64_t fusedDispatched_ = 0, recordings_ = 0, replays_ = 0;
+  /// When the run began, and the host's time from then to its last submission.
+  std::chrono::steady_clock::time_point recordStart_;
+  double hostSeconds_ = 0;
+  void markSubmit() {
+    hostSeconds_ =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - recordStart_).count();
+  }
 };
 
 std::string VulkanPlanImpl::stepName(size_t i) const {
@@ -151,31 +283,81 @@ std::string VulkanPlanImpl::stepName(size_t i) const {
   return "";
 }
 
-absl::Status VulkanPlanImpl::begin(Segment &seg, size_t step) {
-  SINTER_ASSIGN_OR_RETURN(seg.cmd, device_->beginOneShot());
-  seg.firstStep = step;
+absl::Status VulkanPlanImpl::beginSegment(size_t step) {
+  segmentStart_ = step;
+  commands_.clear();
+  push_.clear();
+  paramsHost_ = nullptr;
+  if (paramBytes_ == 0)
+    return absl::OkStatus();
+  SINTER_ASSIGN_OR_RETURN(StagingSpan span, device_->staging().take(paramBytes_));
+  paramsHost_ = span.data;
+  commands_.push_back(
+      copyCommand(span.buffer, span.offset, params_.buffer, params_.offset, paramBytes_));
+  // Setup, not a dependency of the graph: not counted in barriers_.
+  commands_.push_back(barrierCommand(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+                                     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                                     VK_ACCESS_SHADER_READ_BIT));
   return absl::OkStatus();
 }
 
-absl::Status VulkanPlanImpl::submit(Segment &seg, size_t endStep) {
-  VkCommandBuffer cmd = std::exchange(seg.cmd, VK_NULL_HANDLE);
-  absl::Status s = device_->endOneShot(cmd);
+absl::Status VulkanPlanImpl::nameFailure(absl::Status s, size_t endStep) const {
+  if (s.ok() || endStep <= segmentStart_)
+    return s;
+  // The device cannot say which dispatch failed: name the range the submission held.
+  return absl::Status(s.code(),
+                      absl::StrCat("vulkan: the submission of steps ", segmentStart_, "..",
+                                   endStep - 1, " (", stepName(segmentStart_), " ... ",
+                                   stepName(endStep - 1), ") failed: ", s.message()));
+}
+
+absl::Status VulkanPlanImpl::submitCommands(size_t endStep, bool keep) {
+  absl::Status s;
   ++submissions_;
+  if (keep && replayCmd_ != VK_NULL_HANDLE &&
+      replayGeneration_ == device_->descriptors().generation() && commands_ == replayCommands_ &&
+      push_ == replayPush_) {
+    ++replays_;
+    markSubmit();
+    s = device_->submitAndWait(replayCmd_);
+    if (!s.ok()) {
+      device_->freeCommands(std::exchange(replayCmd_, VK_NULL_HANDLE));
+      replayCommands_.clear();
+    }
+  } else {
+    ++recordings_;
+    absl::StatusOr<VkCommandBuffer> cmd = device_->beginCommands(/*oneShot=*/!keep);
+    s = cmd.status();
+    if (s.ok()) {
+      recordCommands(*cmd, commands_, push_, queries_);
+      s = vkStatus(vkEndCommandBuffer(*cmd), "vkEndCommandBuffer");
+      markSubmit();
+      if (s.ok())
+        s = device_->submitAndWait(*cmd);
+      if (s.ok() && keep) {
+        device_->freeCommands(std::exchange(replayCmd_, *cmd));
+        replayCommands_.swap(commands_);
+        replayPush_.swap(push_);
+        replayGeneration_ = device_->descriptors().generation();
+      } else {
+        device_->freeCommands(*cmd);
+      }
+    }
+  }
   device_->staging().reset();
   for (const BufferRef &r : retired_)
     device_->freeBuffer(r);
   retired_.clear();
-  if (s.ok() || endStep <= seg.firstStep)
-    return s;
-  // The device cannot say which dispatch failed: name the range the submission held.
-  return absl::Status(s.code(),
-                      absl::StrCat("vulkan: the submission of steps ", seg.firstStep, "..",
-                                   endStep - 1, " (", stepName(seg.firstStep), " ... ",
-                                   stepName(endStep - 1), ") failed: ", s.message()));
+  return nameFailure(std::move(s), endStep);
 }
 
-absl::Status VulkanPlanImpl::recordUpload(Segment &seg, size_t index, const PlanArgs &args,
-                                          HazardTracker &hazards) {
+absl::Status VulkanPlanImpl::splitAt(size_t step) {
+  SINTER_RETURN_IF_ERROR(submitCommands(step, /*keep=*/false));
+  return beginSegment(step);
+}
+
+absl::Status VulkanPlanImpl::resolveUpload(size_t index, const PlanArgs &args,
+                                           HazardTracker &hazards) {
   const Step &s = steps_[index];
   const TraceEntry &e = s.member.entry;
   const std::vector<uint8_t> &payload = *args.payloads[e.payload];
@@ -186,27 +368,26 @@ absl::Status VulkanPlanImpl::recordUpload(Segment &seg, size_t index, const Plan
     // take() aligns to 16 bytes: keep that much in hand.
     uint64_t available = ring.remaining() > 16 ? ring.remaining() - 16 : 0;
     if (available < std::min<uint64_t>(left, 64 << 10)) {
-      // The ring is full: run what is recorded, then continue in a fresh command buffer (it
+      // The ring is full: run what is resolved, then continue in a fresh command buffer (it
       // starts with the entry barrier, so only this step's own write is left to track).
-      SINTER_RETURN_IF_ERROR(submit(seg, index));
-      SINTER_RETURN_IF_ERROR(begin(seg, index));
+      SINTER_RETURN_IF_ERROR(splitAt(index));
       hazards.clear();
       hazards.mark(s.access);
-      available = ring.remaining() - 16;
+      available = ring.remaining() > 16 ? ring.remaining() - 16 : 0;
     }
     uint64_t chunk = std::min(left, available);
     SINTER_ASSIGN_OR_RETURN(StagingSpan span, ring.take(chunk));
     std::memcpy(span.data, payload.data() + done, chunk);
-    VkBufferCopy region{span.offset, dst.offset + done, chunk};
-    vkCmdCopyBuffer(seg.cmd, span.buffer, dst.buffer, 1, &region);
+    commands_.push_back(
+        copyCommand(span.buffer, span.offset, dst.buffer, dst.offset + done, chunk));
     done += chunk;
   }
   ++uploads_;
   return absl::OkStatus();
 }
 
-absl::Status VulkanPlanImpl::recordCopy(Segment &seg, const Step &s, const OpCall &op,
-                                        const PlanArgs &args, HazardTracker &hazards) {
+absl::Status VulkanPlanImpl::resolveCopy(const OpCall &op, const PlanArgs &args,
+                                         HazardTracker &hazards) {
   const BufferRef &src =
       *static_cast<const BufferRef *>(args.slotDevice[Trace::slotOf(op.buffers[0])]);
   const BufferRef &dst =
@@ -223,31 +404,32 @@ absl::Status VulkanPlanImpl::recordCopy(Segment &seg, const Step &s, const OpCal
   bool overlap = src.buffer == dst.buffer && src.offset + so < dst.offset + dO + size &&
                  dst.offset + dO < src.offset + so + size;
   if (!overlap) {
-    VkBufferCopy region{src.offset + so, dst.offset + dO, size};
-    vkCmdCopyBuffer(seg.cmd, src.buffer, dst.buffer, 1, &region);
+    commands_.push_back(
+        copyCommand(src.buffer, src.offset + so, dst.buffer, dst.offset + dO, size));
     return absl::OkStatus();
   }
   // memmove: vkCmdCopyBuffer forbids overlapping regions, so copy through scratch memory.
   if (scratch_.size < size) {
-    // The segment being recorded may use the old range: free it after the submission.
+    // The command buffer being built (or the kept one) may use the old range: free it after
+    // the submission.
     retired_.push_back(std::exchange(scratch_, BufferRef{}));
     SINTER_ASSIGN_OR_RETURN(scratch_, device_->createBuffer(size));
   }
-  VkBufferCopy in{src.offset + so, scratch_.offset, size};
-  vkCmdCopyBuffer(seg.cmd, src.buffer, scratch_.buffer, 1, &in);
-  barrier(seg);
-  VkBufferCopy out{scratch_.offset, dst.offset + dO, size};
-  vkCmdCopyBuffer(seg.cmd, scratch_.buffer, dst.buffer, 1, &out);
+  commands_.push_back(
+      copyCommand(src.buffer, src.offset + so, scratch_.buffer, scratch_.offset, size));
+  barrier();
+  commands_.push_back(
+      copyCommand(scratch_.buffer, scratch_.offset, dst.buffer, dst.offset + dO, size));
   // The next overlapping copy reuses the scratch range: order it after this one.
-  barrier(seg);
+  barrier();
   hazards.clear();
   return absl::OkStatus();
 }
 
-absl::Status VulkanPlanImpl::recordDispatch(Segment &seg, const VulkanCompiler::Built &built,
-                                            absl::Span<const OpCall> ops, size_t anchor,
-                                            const std::array<uint32_t, 6> *attentionWords,
-                                            const PlanArgs &args, int64_t query) {
+absl::Status VulkanPlanImpl::resolveDispatch(const VulkanCompiler::Built &built,
+                                             absl::Span<const OpCall> ops, size_t anchor,
+                                             const std::array<uint32_t, 6> *attentionWords,
+                                             const PlanArgs &args, int64_t query) {
   const VulkanKernel &k = built.kernel;
   const Pipeline &p = *built.pipeline;
   const OpCall &op = ops[anchor];
@@ -261,8 +443,24 @@ absl::Status VulkanPlanImpl::recordDispatch(Segment &seg, const VulkanCompiler::
                                         : 0u,
                                     1, 1}
           : k.grid(ints);
+  if (groups[0] == 0 || groups[1] == 0 || groups[2] == 0)
+    return absl::OkStatus();
+  // The integer words: push constants, or this dispatch's region of the parameter buffer.
+  std::array<uint32_t, 32> words{};
+  size_t count = k.pushConstantInts.size() + k.extraPushWords;
+  if (count > words.size() || (k.extraPushWords > 0 && !attentionWords) ||
+      (k.paramWords > 0 && k.paramWords != count))
+    return absl::InternalError(
+        absl::StrCat("vulkan: kernel ", k.name, " wants ", count, " integer words"));
+  for (size_t j = 0; j < k.pushConstantInts.size(); ++j) {
+    size_t m = k.pushConstantMembers.empty() ? 0 : k.pushConstantMembers[j];
+    words[j] = static_cast<uint32_t>(ops[m].ints[k.pushConstantInts[j]]);
+  }
+  for (uint32_t j = 0; j < k.extraPushWords && j < 6; ++j)
+    words[k.pushConstantInts.size() + j] = (*attentionWords)[j];
   absl::InlinedVector<BufferRef, 12> refs;
-  for (uint32_t i = 0; i < k.binary.numBuffers; ++i) {
+  uint32_t storageBindings = k.binary.numBuffers - (k.paramWords > 0 ? 1 : 0);
+  for (uint32_t i = 0; i < storageBindings; ++i) {
     size_t m = k.bindingMembers.empty() ? 0 : k.bindingMembers[i];
     size_t operand = k.bindingOperands.empty() ? i : k.bindingOperands[i];
     if (m == kScratchBindingMember) {
@@ -282,38 +480,30 @@ absl::Status VulkanPlanImpl::recordDispatch(Segment &seg, const VulkanCompiler::
     refs.push_back(
         *static_cast<const BufferRef *>(args.slotDevice[Trace::slotOf(ops[m].buffers[operand])]));
   }
-  std::array<uint32_t, 32> push{};
-  size_t words = k.pushConstantInts.size() + k.extraPushWords;
-  if (words > push.size() || (k.extraPushWords > 0 && !attentionWords))
-    return absl::InternalError(
-        absl::StrCat("vulkan: kernel ", k.name, " wants ", words, " push-constant words"));
-  for (size_t j = 0; j < k.pushConstantInts.size(); ++j) {
-    size_t m = k.pushConstantMembers.empty() ? 0 : k.pushConstantMembers[j];
-    push[j] = static_cast<uint32_t>(ops[m].ints[k.pushConstantInts[j]]);
+  absl::Span<const uint8_t> pushBytes;
+  if (k.paramWords > 0) {
+    if (!paramsHost_ || paramCursor_ + paramStride_ > paramBytes_)
+      return absl::InternalError(
+          absl::StrCat("vulkan: kernel ", k.name, " has no parameter region left"));
+    std::memcpy(paramsHost_ + paramCursor_, words.data(), 4 * count);
+    refs.push_back(BufferRef{params_.buffer, params_.offset + paramCursor_, 4 * count});
+    paramCursor_ += paramStride_;
+  } else {
+    pushBytes = absl::MakeConstSpan(reinterpret_cast<const uint8_t *>(words.data()),
+                                    k.binary.pushConstantBytes);
   }
-  for (uint32_t j = 0; j < k.extraPushWords && j < 6; ++j)
-    push[k.pushConstantInts.size() + j] = (*attentionWords)[j];
-  auto pushBytes = absl::MakeConstSpan(reinterpret_cast<const uint8_t *>(push.data()),
-                                       k.binary.pushConstantBytes);
   absl::Span<const BufferRef> bound(refs.data(), refs.size());
-  if (groups[0] == 0 || groups[1] == 0 || groups[2] == 0)
-    return absl::OkStatus();
   SINTER_RETURN_IF_ERROR(checkDispatch(device_->caps(), k.binary, bound, pushBytes, groups));
-  SINTER_ASSIGN_OR_RETURN(VkDescriptorSet set, device_->descriptors().get(p, bound));
-  vkCmdBindPipeline(seg.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
-  vkCmdBindDescriptorSets(seg.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0,
-                          nullptr);
-  if (!pushBytes.empty())
-    vkCmdPushConstants(seg.cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
-                       static_cast<uint32_t>(pushBytes.size()), pushBytes.data());
-  bool timed = queries_ != VK_NULL_HANDLE && query >= 0;
-  if (timed)
-    vkCmdWriteTimestamp(seg.cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_,
-                        static_cast<uint32_t>(2 * query));
-  vkCmdDispatch(seg.cmd, groups[0], groups[1], groups[2]);
-  if (timed)
-    vkCmdWriteTimestamp(seg.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_,
-                        static_cast<uint32_t>(2 * query + 1));
+  Command c;
+  c.kind = Command::Kind::Dispatch;
+  SINTER_ASSIGN_OR_RETURN(c.set, device_->descriptors().get(p, bound));
+  c.pipeline = &p;
+  c.groups = groups;
+  c.pushFirst = static_cast<uint32_t>(push_.size());
+  c.pushWords = static_cast<uint32_t>(pushBytes.size() / 4);
+  push_.insert(push_.end(), words.begin(), words.begin() + c.pushWords);
+  c.query = queries_ != VK_NULL_HANDLE ? query : -1;
+  commands_.push_back(c);
   ++dispatched_;
   fusedDispatched_ += ops.size() > 1;
   return absl::OkStatus();
@@ -323,8 +513,9 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
   if (args.slotDevice.size() < numSlots_)
     return absl::FailedPreconditionError(
         "vulkan plan: the buffers are not in Vulkan device memory (no slotDevice references)");
-  auto recordStart = std::chrono::steady_clock::now();
+  recordStart_ = std::chrono::steady_clock::now();
   barriers_ = submissions_ = copies_ = uploads_ = dispatched_ = fusedDispatched_ = 0;
+  recordings_ = replays_ = 0;
   uint64_t messagesBefore = checkValidation_ ? device_->validationLog().count : 0;
   DescriptorCache &descriptors = device_->descriptors();
   descriptors.invalidateIfBuffersDestroyed(device_->memory().destroyedBlocks());
@@ -336,9 +527,13 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
     SINTER_RETURN_IF_ERROR(vkStatus(vkCreateQueryPool(device_->device(), &info, nullptr, &queries_),
                                     "vkCreateQueryPool"));
   }
+  if (paramBytes_ > 0 && params_.size == 0) {
+    SINTER_ASSIGN_OR_RETURN(params_, device_->createBuffer(paramBytes_));
+  }
   // Split attention's scratch: one region per dispatch, zeroed once when allocated (each
   // dispatch leaves its counters zero again).
   attentionCursor_ = 0;
+  paramCursor_ = 0;
   uint64_t attentionBytes = 0;
   for (const Step &s : steps_)
     if (s.kind == Step::Kind::Dispatch && s.heads && s.built && s.built->kernel.scratchWordsPerHead)
@@ -348,59 +543,65 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
     device_->freeBuffer(std::exchange(attentionScratch_, BufferRef{})); // no run in flight
     SINTER_ASSIGN_OR_RETURN(attentionScratch_, device_->createBuffer(attentionBytes));
   }
-  Segment seg;
-  SINTER_RETURN_IF_ERROR(begin(seg, 0));
-  if (queries_ != VK_NULL_HANDLE)
-    vkCmdResetQueryPool(seg.cmd, queries_, 0, static_cast<uint32_t>(2 * dispatches_));
-  if (zeroAttention) {
-    vkCmdFillBuffer(seg.cmd, attentionScratch_.buffer, attentionScratch_.offset,
-                    attentionScratch_.size, 0);
+  absl::Status status = beginSegment(0);
+  if (status.ok() && queries_ != VK_NULL_HANDLE) {
+    Command reset;
+    reset.kind = Command::Kind::ResetQueries;
+    reset.query = static_cast<int64_t>(2 * dispatches_);
+    commands_.push_back(reset);
+  }
+  if (status.ok() && zeroAttention) {
+    Command fill;
+    fill.kind = Command::Kind::Fill;
+    fill.dst = attentionScratch_.buffer;
+    fill.dstOffset = attentionScratch_.offset;
+    fill.size = attentionScratch_.size;
+    commands_.push_back(fill);
     // Setup, not a dependency of the graph: not counted in barriers_.
-    recordMemoryBarrier(seg.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
-                        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                        VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+    commands_.push_back(barrierCommand(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+                                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                                       VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT));
   }
   HazardTracker hazards(numSlots_);
   std::vector<uint32_t> dispatchSteps;
-  absl::Status status;
+  bool split = false;
   for (size_t i = 0; i < steps_.size() && status.ok(); ++i) {
     const Step &s = steps_[i];
     if (hazards.needsBarrier(s.access)) {
-      barrier(seg);
+      barrier();
       hazards.clear();
     }
     hazards.mark(s.access);
     if (s.kind == Step::Kind::Upload) {
-      status = recordUpload(seg, i, args, hazards);
-      continue;
-    }
-    if (s.kind == Step::Kind::Copy) {
-      status = recordCopy(seg, s, boundOp(s.member, args.params), args, hazards);
-      continue;
-    }
-    absl::InlinedVector<OpCall, 4> ops;
-    for (const KernelMember &m : s.members)
-      ops.push_back(boundOp(m, args.params));
-    if (s.heads && !s.built->kernel.perHead) {
-      // Never: an attention step always has the per-head kernel.
-      status = absl::InternalError("vulkan: attention step without its kernel");
-    } else if (s.heads && !attentionUniform(s.heads->members, args.params)) {
-      // The heads see different seq_len this run: the members, one launch each.
-      const HeadFallback &f = *s.heads;
-      for (size_t h = 0; h < f.members.size() && status.ok(); ++h) {
-        if (hazards.needsBarrier(f.access[h])) {
-          barrier(seg);
-          hazards.clear();
-        }
-        hazards.mark(f.access[h]);
-        OpCall op = boundOp(f.members[h], args.params);
-        status =
-            recordDispatch(seg, *f.built[h], absl::MakeConstSpan(&op, 1), 0, nullptr, args, -1);
-      }
+      uint64_t before = submissions_;
+      status = resolveUpload(i, args, hazards);
+      split |= submissions_ != before;
+    } else if (s.kind == Step::Kind::Copy) {
+      status = resolveCopy(boundOp(s.member, args.params), args, hazards);
     } else {
-      status = recordDispatch(seg, *s.built, ops, s.anchor, s.heads ? &s.heads->words : nullptr,
-                              args, static_cast<int64_t>(dispatchSteps.size()));
-      dispatchSteps.push_back(static_cast<uint32_t>(i));
+      absl::InlinedVector<OpCall, 4> ops;
+      for (const KernelMember &m : s.members)
+        ops.push_back(boundOp(m, args.params));
+      if (s.heads && !s.built->kernel.perHead) {
+        // Never: an attention step always has the per-head kernel.
+        status = absl::InternalError("vulkan: attention step without its kernel");
+      } else if (s.heads && !attentionUniform(s.heads->members, args.params)) {
+        // The heads see different seq_len this run: the members, one launch each.
+        const HeadFallback &f = *s.heads;
+        for (size_t h = 0; h < f.members.size() && status.ok(); ++h) {
+          if (hazards.needsBarrier(f.access[h])) {
+            barrier();
+            hazards.clear();
+          }
+          hazards.mark(f.access[h]);
+          OpCall op = boundOp(f.members[h], args.params);
+          status = resolveDispatch(*f.built[h], absl::MakeConstSpan(&op, 1), 0, nullptr, args, -1);
+        }
+      } else {
+        status = resolveDispatch(*s.built, ops, s.anchor, s.heads ? &s.heads->words : nullptr, args,
+                                 static_cast<int64_t>(dispatchSteps.size()));
+        dispatchSteps.push_back(static_cast<uint32_t>(i));
+      }
     }
     if (!status.ok())
       status =
@@ -409,17 +610,16 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
   }
   if (!status.ok()) {
     // Nothing of this segment runs (what earlier segments of a split flush did stays done).
-    device_->discardOneShot(std::exchange(seg.cmd, VK_NULL_HANDLE));
+    commands_.clear();
     device_->staging().reset();
     return status;
   }
-  // No exit barrier: every later command buffer starts with the entry barrier.
-  double recordSeconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - recordStart).count();
-  SINTER_RETURN_IF_ERROR(submit(seg, steps_.size()));
+  // No exit barrier: every later command buffer starts with the entry barrier. A split flush
+  // (or one that zeroed the attention scratch) is not kept: the next run's commands differ.
+  SINTER_RETURN_IF_ERROR(submitCommands(steps_.size(), replay_ && !split && !zeroAttention));
   descriptors.trim();
   if (timed_)
-    collectTimes(dispatchSteps, recordSeconds);
+    collectTimes(dispatchSteps, hostSeconds_);
   {
     absl::MutexLock lock(&shared_->mu);
     VulkanCompilerStats &st = shared_->stats;
@@ -430,6 +630,8 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
     st.copies += copies_;
     st.uploads += uploads_;
     st.barriers += barriers_;
+    st.recordings += recordings_;
+    st.replays += replays_;
   }
   if (checkValidation_) {
     ValidationLog log = device_->validationLog();
@@ -484,9 +686,10 @@ void VulkanPlanImpl::collectTimes(const std::vector<uint32_t> &dispatchSteps,
     std::fprintf(stderr,
                  "sinter-stats: vulkan flush: %zu dispatches, %.3f us of kernel time, %.3f us from "
                  "first start to last end, %.3f us of gaps between dispatches (widest %.3f us), "
-                 "%.3f us recording on the host\n",
+                 "%.3f us on the host before submitting (%s)\n",
                  dispatchSteps.size(), total * 1e6, span * 1e6, gaps * 1e6, widest * 1e6,
-                 recordSeconds * 1e6);
+                 recordSeconds * 1e6,
+                 replays_ > 0 ? "replayed the kept command buffer" : "recorded");
   absl::MutexLock lock(&shared_->mu);
   shared_->stats.kernelSeconds += total;
   shared_->stats.spanSeconds += span;
@@ -699,6 +902,20 @@ absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const Kerne
         continue;
       }
       if (e.op.kind == OpKind::CopyBuffer || e.op.kind == OpKind::CopyBufferOffset) {
+        // A copy whose offsets or size are parameters (the embedding row of the token) would
+        // change the commands every run: with replay on, it runs as the generated copy kernel,
+        // its integers in the parameter buffer (vkCmdCopyBuffer when there is none).
+        if (options_.replay && paramMaskOf(member) != 0) {
+          const Built &copy = kernelFor(codegen::singleOpSpec(e.op, paramMaskOf(member)));
+          if (copy.status.ok() && copy.kernel.paramWords > 0) {
+            s.built = &copy;
+            s.members = {member};
+            absl::StrAppend(&description, "kernel ", k, " ", kernel.name, ": spirv ",
+                            copy.kernel.name, ": ", describeOp(e.op), "\n");
+            steps.push_back(std::move(s));
+            continue;
+          }
+        }
         s.kind = Step::Kind::Copy;
         absl::StrAppend(&description, "kernel ", k, " ", kernel.name,
                         ": vkCmdCopyBuffer: ", describeOp(e.op), "\n");
@@ -718,7 +935,7 @@ absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const Kerne
   }
   return std::unique_ptr<Plan>(new VulkanPlanImpl(
       device_, shared_, std::move(steps), program.numLaunches(), numSlots, std::move(description),
-      options_.printKernelTimes, options_.failOnValidationMessages));
+      options_.printKernelTimes, options_.failOnValidationMessages, options_.replay));
 }
 
 VulkanCompilerStats VulkanCompiler::stats() const { return shared_->get(); }

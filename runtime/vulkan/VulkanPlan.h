@@ -2,11 +2,15 @@
 //
 // Each kernel of a program becomes a compute pipeline (built once per KernelSpec key by an
 // injected kernel builder, the SPIR-V code generator in production, hand-written SPIR-V in
-// tests); copies become vkCmdCopyBuffer and uploads staged copies. A run records ONE command
-// buffer for the whole flush: uploads, dispatches with push constants, a global memory barrier
-// only before a step that reads what an earlier step wrote, or writes what an earlier step read
-// or wrote (per buffer slot), then one submission and one wait. Only when the uploads of a flush
-// do not fit in the staging ring is the command buffer split (submit, wait, continue).
+// tests); copies become vkCmdCopyBuffer and uploads staged copies. A run resolves every step
+// into commands (uploads, dispatches with their descriptor sets and grids, a global memory
+// barrier only before a step that reads what an earlier step wrote, or writes what an earlier
+// step read or wrote, per buffer slot), writes the kernels' integer words into a parameter
+// buffer, and submits ONE command buffer for the whole flush and waits. When the commands are
+// those of the plan's previous run (the decode's case: same buffers, new position and token),
+// the command buffer that run recorded is submitted again: the host records nothing. Only when
+// the uploads of a flush do not fit in the staging ring is the flush split (submit, wait,
+// continue), and such a run is not kept for replay.
 //
 // A fused kernel the builder cannot generate (Unimplemented) runs as its member ops' single-op
 // kernels, logged once per kernel; an op with no single-op kernel fails the compilation with
@@ -55,6 +59,11 @@ struct VulkanKernel {
   /// plan provides, zeroed once (the kernel leaves it zero).
   uint32_t attentionSplits = 1;
   uint32_t scratchWordsPerHead = 0;
+  /// When nonzero, the push-constant words above (this many) are not pushed: they go into a
+  /// storage buffer the plan binds at the last binding (binary.numBuffers - 1), a region per
+  /// dispatch of a buffer the plan owns, so its recorded command buffer can be replayed with
+  /// new integers.
+  uint32_t paramWords = 0;
   /// Workgroups for the anchor's integer arguments (all of them); a zero count skips the dispatch.
   std::function<std::array<uint32_t, 3>(const int64_t *ints)> grid;
 };
@@ -82,6 +91,10 @@ struct VulkanCompilerStats {
   /// end (gaps included), and their host time recording command buffers.
   double spanSeconds = 0;
   double recordSeconds = 0;
+  /// Command buffers recorded by runs, and runs that submitted the command buffer an earlier
+  /// run recorded (same buffers, grids and barriers; only the parameter words written anew).
+  uint64_t recordings = 0;
+  uint64_t replays = 0;
 };
 
 /// The counters of a compiler and its plans; tests and benchmarks may hold it after the backend
@@ -106,6 +119,10 @@ struct VulkanCompilerOptions {
   std::shared_ptr<VulkanStatsSink> stats;
   /// Fail a flush with Internal when the validation layer (if on) reported messages during it.
   bool failOnValidationMessages = true;
+  /// Keep each plan's last command buffer and submit it again when a run would record the same
+  /// commands (kernels with VulkanKernel::paramWords take their integers from a buffer, so new
+  /// integers do not change the commands). False: record every run (SINTER_VK_REPLAY=0).
+  bool replay = true;
 };
 
 class VulkanCompiler : public PlanCompiler {

@@ -78,7 +78,9 @@ absl::Status VulkanDevice::submitAndWait(VkCommandBuffer cmd) {
   return vkStatus(r, what);
 }
 
-absl::StatusOr<VkCommandBuffer> VulkanDevice::beginOneShot() {
+absl::StatusOr<VkCommandBuffer> VulkanDevice::beginOneShot() { return beginCommands(true); }
+
+absl::StatusOr<VkCommandBuffer> VulkanDevice::beginCommands(bool oneShot) {
   auto alloc =
       vkStruct<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
   alloc.commandPool = commandPool_;
@@ -88,7 +90,7 @@ absl::StatusOr<VkCommandBuffer> VulkanDevice::beginOneShot() {
   SINTER_RETURN_IF_ERROR(
       vkStatus(vkAllocateCommandBuffers(device_, &alloc, &cmd), "vkAllocateCommandBuffers"));
   auto begin = vkStruct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
-  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  begin.flags = oneShot ? VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT : 0;
   absl::Status s = vkStatus(vkBeginCommandBuffer(cmd, &begin), "vkBeginCommandBuffer");
   if (!s.ok()) {
     vkFreeCommandBuffers(device_, commandPool_, 1, &cmd);
@@ -104,6 +106,11 @@ absl::Status VulkanDevice::endOneShot(VkCommandBuffer cmd) {
     s = submitAndWait(cmd);
   vkFreeCommandBuffers(device_, commandPool_, 1, &cmd);
   return s;
+}
+
+void VulkanDevice::freeCommands(VkCommandBuffer cmd) {
+  if (cmd != VK_NULL_HANDLE)
+    vkFreeCommandBuffers(device_, commandPool_, 1, &cmd);
 }
 
 void VulkanDevice::discardOneShot(VkCommandBuffer cmd) {

@@ -2,7 +2,7 @@
 //
 //   sinter-spirv-dis <op> [int ...] [--dtype=Q4_0] [--scalar=1e-5] [--params=MASK]
 //                    [--subgroup=32] [--no-opt] [--rms-prologue] [--epilogue=add,silu,...]
-//                    [--attention] [--attn-split=N] [--int-dot]
+//                    [--attention] [--attn-split=N] [--int-dot] [--params-buffer]
 //
 // <op> is SEMANTICS.md's name (rms_norm, quantized_matmul, ...), the integers are the op's in
 // order, MASK (binary or decimal) marks those read at run time. The output is a header of
@@ -32,7 +32,8 @@ int usage(const char *message) {
   std::fprintf(stderr,
                "sinter-spirv-dis: %s\nusage: sinter-spirv-dis <op> [int ...] "
                "[--dtype=NAME] [--scalar=F] [--params=MASK] [--subgroup=N] [--no-opt] "
-               "[--rms-prologue] [--epilogue=OPS] [--attention] [--attn-split=N] [--int-dot]\n",
+               "[--rms-prologue] [--epilogue=OPS] [--attention] [--attn-split=N] [--int-dot] "
+               "[--params-buffer]\n",
                message);
   return 2;
 }
@@ -98,6 +99,8 @@ int main(int argc, char **argv) {
     } else if (arg == "--int-dot") {
       target.intDot = true;
       target.maxSharedMemoryBytes = 32768;
+    } else if (arg == "--params-buffer") {
+      target.paramsInBuffer = true;
     } else if (arg == "--no-opt") {
       target.optimize = false;
     } else if (arg == "--rms-prologue") {
@@ -153,6 +156,8 @@ int main(int argc, char **argv) {
   std::printf("; bindings");
   for (codegen::SpirvBindingKind b : k->bindings)
     std::printf(" %s", bindingName(b));
+  if (k->paramsInBuffer)
+    std::printf(" params(%u words)", k->paramWords());
   std::printf("\n; push constants %u bytes\n%s", k->pushConstantBytes(), text->c_str());
   return 0;
 }

@@ -64,7 +64,30 @@ protected:
     t.attentionSplits = attentionSplits_;
     t.qmatmulGroups = groups_;
     t.qmatmulWorkgroupRows = workgroupRows_;
+    t.paramsInBuffer = paramsInBuffer_;
     return t;
+  }
+
+  /// The kernel's integer words as push constants, or (SpirvKernel::paramsInBuffer) as a buffer
+  /// appended to `out` and bound after the kernel's other bindings, as the runtime binds it.
+  static void placeWords(const SpirvKernel &k, const std::vector<uint32_t> &words, VkDispatch &d,
+                         OpBuffers &out) {
+    ASSERT_EQ(words.size(), k.paramWords());
+    const auto *bytes = reinterpret_cast<const uint8_t *>(words.data());
+    if (!k.paramsInBuffer) {
+      d.pushConstants.assign(bytes, bytes + 4 * words.size());
+      return;
+    }
+    ASSERT_EQ(k.pushConstantBytes(), 0u);
+    ASSERT_EQ(k.numBindings(), k.bindings.size() + 1);
+    ASSERT_EQ(d.bindingBuffers.size(), k.bindings.size()) << "the words bind last";
+    d.bindingBuffers.push_back(static_cast<uint32_t>(out.bytes.size()));
+    out.bytes.emplace_back(bytes, bytes + 4 * words.size());
+  }
+  /// Takes the words' buffer placeWords appended back off `out`.
+  static void dropWords(const SpirvKernel &k, OpBuffers &out) {
+    if (k.paramsInBuffer)
+      out.bytes.pop_back();
   }
 
   /// Builds `op` (the integers of `paramMask` read at run time), runs it and the reference on
@@ -81,7 +104,8 @@ protected:
         (t.qmatmulGenericDecode ? "/generic" : "") + (t.qmatmulSplitBlocks ? "/split" : "") +
         (t.qmatmulIntDot ? "/dot" : "") + (t.qmatmulPrefetch ? "" : "/late") + "/" +
         std::to_string(t.qmatmulUnroll) + "/" + std::to_string(t.qmatmulDotUnroll) + "/g" +
-        std::to_string(t.qmatmulGroups) + "/w" + std::to_string(t.qmatmulWorkgroupRows);
+        std::to_string(t.qmatmulGroups) + "/w" + std::to_string(t.qmatmulWorkgroupRows) +
+        (t.paramsInBuffer ? "/params" : "");
     auto cached = kernels_->find(key);
     if (cached == kernels_->end()) {
       absl::StatusOr<SpirvKernel> built = codegen::buildSpirvKernel(spec, t);
@@ -99,15 +123,15 @@ protected:
     VkDispatch d;
     d.words = &k->words;
     d.grid = k->grid(ints);
-    for (uint8_t i : k->pushConstantInts) {
-      uint32_t word = static_cast<uint32_t>(op.ints[i]);
-      const auto *bytes = reinterpret_cast<const uint8_t *>(&word);
-      d.pushConstants.insert(d.pushConstants.end(), bytes, bytes + 4);
-    }
-    for (uint32_t i = 0; i < k->numBindings(); ++i)
+    std::vector<uint32_t> words;
+    for (uint8_t i : k->pushConstantInts)
+      words.push_back(static_cast<uint32_t>(op.ints[i]));
+    for (uint32_t i = 0; i < k->bindings.size(); ++i)
       d.bindingBuffers.push_back(slotOfOperand(op, uint8_t(i)));
+    placeWords(*k, words, d, out);
     absl::Status status = runner_->run(d, out.bytes);
     ASSERT_TRUE(status.ok()) << what << ": " << status;
+    dropWords(*k, out);
     runReference(op, ref);
     expectSameResults(op, out, ref, what, tolerance > 0 ? tolerance : toleranceOf(k->words));
   }
@@ -170,17 +194,17 @@ protected:
     for (int i = 0; i < 5; ++i)
       ints[i] = static_cast<int64_t>(members[k->anchorMember].ints[i]);
     d.grid = k->grid(ints);
-    for (size_t j = 0; j < k->pushConstantInts.size(); ++j) {
-      auto word =
-          static_cast<uint32_t>(members[k->pushConstantMembers[j]].ints[k->pushConstantInts[j]]);
-      const auto *bytes = reinterpret_cast<const uint8_t *>(&word);
-      d.pushConstants.insert(d.pushConstants.end(), bytes, bytes + 4);
-    }
-    for (uint32_t i = 0; i < k->numBindings(); ++i)
+    std::vector<uint32_t> words;
+    for (size_t j = 0; j < k->pushConstantInts.size(); ++j)
+      words.push_back(
+          static_cast<uint32_t>(members[k->pushConstantMembers[j]].ints[k->pushConstantInts[j]]));
+    for (uint32_t i = 0; i < k->bindings.size(); ++i)
       d.bindingBuffers.push_back(
           slotOfOperand(members[k->bindingMembers[i]], k->bindingOperands[i]));
+    placeWords(*k, words, d, out);
     absl::Status status = runner_->run(d, out.bytes);
     ASSERT_TRUE(status.ok()) << what << ": " << status;
+    dropWords(*k, out);
     for (const OpCall &op : members)
       runReference(op, ref);
     std::vector<std::vector<bool>> written(sizes.size());
@@ -255,20 +279,18 @@ protected:
     VkDispatch d;
     d.words = &k->words;
     d.grid = {heads * splits, 1, 1};
-    auto push = [&](uint32_t word) {
-      const auto *bytes = reinterpret_cast<const uint8_t *>(&word);
-      d.pushConstants.insert(d.pushConstants.end(), bytes, bytes + 4);
-    };
+    std::vector<uint32_t> words;
     for (size_t j = 0; j < k->pushConstantInts.size(); ++j)
-      push(static_cast<uint32_t>(members[k->pushConstantMembers[j]].ints[k->pushConstantInts[j]]));
+      words.push_back(
+          static_cast<uint32_t>(members[k->pushConstantMembers[j]].ints[k->pushConstantInts[j]]));
     ASSERT_EQ(k->extraPushWords, uint32_t(codegen::kAttnExtraWords));
     for (uint32_t w : {heads, group, headDim, headDim, headDim, headDim})
-      push(w);
-    for (uint32_t i = 0; i < k->numBindings(); ++i) {
+      words.push_back(w);
+    for (uint32_t i = 0; i < k->bindings.size(); ++i) {
       if (k->bindingMembers[i] == codegen::kScratchMember) {
         // Split attention's scratch, zero as the runtime gives it.
         ASSERT_GT(splits, 1u);
-        ASSERT_EQ(i + 1, k->numBindings()) << "scratch is the last binding";
+        ASSERT_EQ(i + 1, k->bindings.size()) << "scratch is the last storage binding";
         d.bindingBuffers.push_back(out.bytes.size());
         out.bytes.emplace_back(4ull * heads * k->scratchWordsPerHead, 0);
         continue;
@@ -276,11 +298,13 @@ protected:
       d.bindingBuffers.push_back(
           slotOfOperand(members[k->bindingMembers[i]], k->bindingOperands[i]));
     }
+    placeWords(*k, words, d, out);
     // Twice with the same scratch: the kernel must leave its counters at zero for the next run.
     for (int run = 0; run < (splits > 1 ? 2 : 1); ++run) {
       absl::Status status = runner_->run(d, out.bytes);
       ASSERT_TRUE(status.ok()) << what << ": " << status;
     }
+    dropWords(*k, out);
     if (splits > 1) {
       std::vector<uint32_t> counters(heads);
       std::memcpy(counters.data(), out.bytes.back().data(), 4 * heads);
@@ -314,6 +338,8 @@ protected:
   uint32_t groups_ = 0;
   /// target()'s SpirvTarget::qmatmulWorkgroupRows (0: off).
   uint32_t workgroupRows_ = 0;
+  /// target()'s SpirvTarget::paramsInBuffer.
+  bool paramsInBuffer_ = false;
   static std::map<std::string, SpirvKernel> *kernels_;
 };
 VkRunner *SpirvKernelTest::runner_ = nullptr;
@@ -636,6 +662,32 @@ TEST_F(SpirvKernelTest, AttentionOverHeads) {
   checkAttention(8, 4, 64, 257, "8 heads, head_dim 64, 257 positions, 2 subgroups, split 4");
   attentionWorkgroup_ = 0;
   attentionSplits_ = 0;
+}
+
+// SpirvTarget::paramsInBuffer: the integers come from a storage buffer bound last (what lets the
+// runtime replay a command buffer with new integers), for every kind of kernel that has words.
+TEST_F(SpirvKernelTest, IntegersFromAParameterBuffer) {
+  paramsInBuffer_ = true;
+  for (uint32_t pos : {0u, 17u, 4095u})
+    check(ops::rope(slot(0), slot(1), pos, 64, 10000.0f, 6, 2), "rope pos " + str(pos),
+          /*paramMask=*/0b1);
+  check(ops::copyBufferOffset(slot(0), slot(1), 6, 1027, 513), "copy_buffer_offset",
+        /*paramMask=*/0b111);
+  check(ops::copyBufferOffset(slot(0), slot(0), 100, 96, 2000), "overlapping copy",
+        /*paramMask=*/0b011);
+  check(ops::softmax(slot(0), slot(1), 1000), "softmax", /*paramMask=*/0b1);
+  check(ops::attnScore(slot(0), slot(1), slot(2), 128, 300, 0, 128, 512), "attn_score",
+        /*paramMask=*/0b11110);
+  for (DType dtype : {DType::Q4_0, DType::Q8_0, DType::F32})
+    for (uint8_t mask : {0b00, 0b01, 0b11})
+      check(ops::quantizedMatmul(slot(0), slot(1), slot(2), 33, 256, dtype),
+            std::string("quantized_matmul ") + dtypeName(dtype) + " mask " + str(mask), mask);
+  checkFused({ops::rmsNorm(slot(3), slot(4), slot(1), 256, 1e-5f),
+              ops::quantizedMatmul(slot(0), slot(1), slot(2), 40, 256, DType::Q4_0),
+              ops::add(slot(2), slot(5), slot(6), 40)},
+             1, {1, 2, 6}, "rms_norm + quantized_matmul + add");
+  checkAttention(8, 2, 64, 257, "attention over 8 heads, 257 positions");
+  paramsInBuffer_ = false;
 }
 
 TEST_F(SpirvKernelTest, UnsupportedFusionIsUnimplemented) {

@@ -2,9 +2,9 @@
 //
 // The golden is established in tests/e2e/Stories260KTest.cpp (the engine on the reference backend
 // and an independent llama2.c forward pass agree on it). Here the same 40 greedy tokens must come
-// out of the SPIR-V kernels, fused and unfused, under the validation layer with zero messages and
-// one queue submission per flush. Skips when the model (../shared), the SPIR-V generator or a
-// Vulkan device is missing.
+// out of the SPIR-V kernels, fused and unfused (and fused with command-buffer replay off), under
+// the validation layer with zero messages and one queue submission per flush. Skips when the model
+// (../shared), the SPIR-V generator or a Vulkan device is missing.
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -29,7 +29,12 @@ std::string modelPath() {
   return std::string(env ? env : SINTER_SHARED_DIR) + "/models/stories260K.bin";
 }
 
-class VulkanStories260K : public ::testing::TestWithParam<bool> {};
+struct Mode {
+  bool fusion;
+  bool replay;
+};
+
+class VulkanStories260K : public ::testing::TestWithParam<Mode> {};
 
 TEST_P(VulkanStories260K, DecodesTheGolden) {
   if (!haveSpirvCodegen())
@@ -43,8 +48,10 @@ TEST_P(VulkanStories260K, DecodesTheGolden) {
     GTEST_SKIP() << "no Vulkan device on this machine";
   BackendOptions options;
   options.kind = "vulkan";
-  options.fusion = GetParam();
+  const Mode mode = GetParam();
+  options.fusion = mode.fusion;
   VulkanBackendOptions vulkan;
+  vulkan.replay = mode.replay;
   vulkan.device = device;
   vulkan.stats = std::make_shared<runtime::vulkan::VulkanStatsSink>();
   vulkan.logFallbacks = false;
@@ -63,22 +70,37 @@ TEST_P(VulkanStories260K, DecodesTheGolden) {
   EXPECT_LE(s.plans, 8u) << "a decode loop compiles a few plans, then replays them";
   // Golden launch counts per token: unfused, every op but the copies (192); fused, per layer
   // rms_norm+Q, +K, +V, rope, attention over the heads, wo+add, rms_norm+up, rms_norm+gate+swiglu,
-  // down+add (9, 8 of them fused), and the final rms_norm+classifier: 5 * 9 + 1 = 46.
-  if (GetParam()) {
+  // down+add (9, 8 of them fused), and the final rms_norm+classifier: 5 * 9 + 1 = 46. From the
+  // second token on the position and the token are plan parameters, and the copies that take
+  // them (the embedding row, K and V into the caches: 1 + 5 * 2) run as the generated copy
+  // kernel rather than vkCmdCopyBuffer, so that the command buffer replays unchanged.
+  const uint64_t paramCopies = mode.replay ? 11 * (s.runs - 1) : 0;
+  if (mode.fusion) {
     EXPECT_EQ(s.fusedFallbacks, 0u);
-    EXPECT_EQ(s.dispatches, 46u * s.runs);
+    EXPECT_EQ(s.dispatches, 46u * s.runs + paramCopies);
     EXPECT_EQ(s.fusedDispatches, 41u * s.runs);
     EXPECT_EQ(s.barriers, 41u * s.runs) << "no barrier between the projections of one norm";
   } else {
-    EXPECT_EQ(s.dispatches, 192u * s.runs);
+    EXPECT_EQ(s.dispatches, 192u * s.runs + paramCopies);
     EXPECT_EQ(s.fusedDispatches, 0u);
+  }
+  EXPECT_EQ(s.recordings + s.replays, s.submissions);
+  if (mode.replay) {
+    // Every flush after the first of each plan (and the one that zeroes attention's scratch)
+    // submits the command buffer its plan recorded before, whatever the position and token.
+    EXPECT_LE(s.recordings, 2 * s.plans) << s.replays << " replays";
+    EXPECT_GE(s.replays, s.runs - 2 * s.plans);
+  } else {
+    EXPECT_EQ(s.replays, 0u);
   }
   runtime::vulkan::test::expectNoValidationMessages(*device);
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, VulkanStories260K, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool> &info) {
-                           return std::string(info.param ? "fused" : "unfused");
+INSTANTIATE_TEST_SUITE_P(Modes, VulkanStories260K,
+                         ::testing::Values(Mode{true, true}, Mode{false, true}, Mode{true, false}),
+                         [](const ::testing::TestParamInfo<Mode> &info) {
+                           return std::string(info.param.fusion ? "fused" : "unfused") +
+                                  (info.param.replay ? "" : "_replay_off");
                          });
 
 } // namespace

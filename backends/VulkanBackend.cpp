@@ -113,6 +113,7 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps, bool paramsInBuf
     out.attentionSplits = k.attentionSplits;
     out.scratchWordsPerHead = k.scratchWordsPerHead;
     out.grid = [k](const int64_t *ints) { return k.grid(ints); };
+    out.gridInts = codegen::spirvUnitsInts(k.kind);
     return out;
   };
 #else

@@ -6,7 +6,8 @@
 # their libraries, test kernels, stories260K.bin) carried. Unpacks both, points the loader at the
 # NVIDIA driver, runs the Vulkan unit tests, the vulkan rows of the conformance table and
 # stories260K token for token, then the decode benchmark (tinyllama-1.1b and llama-7b, synthetic
-# Q4_0, position 256; fused, unfused, eager), and writes into $OUT (at most 8 files come back):
+# Q4_0, position 256; fused, fused with replay off, unfused, eager), and writes into $OUT (at most
+# 8 files come back):
 #   summary.json       per test binary: passed/failed/skipped and failing names; the benchmark rows
 #   vulkan-decode.json Google Benchmark's JSON
 #   tests.log          the test binaries' output
@@ -97,7 +98,7 @@ if [ "$what" != tests ] && [ "$what" != sweep ] && [ "$what" != kernels ]; then
     preset=${preset//,/ }
     # The driver's statistics of each pipeline (SINTER_VK_PIPELINE_STATS=1) go to pipelines.txt.
     SINTER_STATS=1 SINTER_VK_PIPELINE_STATS=1 SINTER_BENCH_PRESETS=$preset timeout 100 \
-      "$dest/bin/sinter-bench-vulkan-decode" --benchmark_filter=/fused --benchmark_min_time=0.01 \
+      "$dest/bin/sinter-bench-vulkan-decode" --benchmark_filter=/fused/ --benchmark_min_time=0.01 \
       2>&1 | tee >(grep -a 'vulkan pipeline' | sed "s/^/$preset: /" >>"$out/pipelines.txt") |
       python3 "$root/bench/vulkan/fold-stats.py" "$preset" >>"$out/kernels.json"
     say "stats run $preset exit ${PIPESTATUS[0]}"
@@ -111,7 +112,7 @@ if [ "$what" = sweep ]; then
   for q in $settings; do
     [ "$q" = default ] && q=
     SINTER_VK_QMATMUL="$q" SINTER_VK_PIPELINE_STATS=1 timeout 90 \
-      "$dest/bin/sinter-bench-vulkan-decode" --benchmark_filter=/fused --benchmark_min_time=0.5 \
+      "$dest/bin/sinter-bench-vulkan-decode" --benchmark_filter=/fused/ --benchmark_min_time=0.5 \
       --benchmark_format=json 2> >(tee -a "$log" | grep -a 'vulkan pipeline' | sed "s/^/${q:-default}: /" \
       >>"$out/pipelines.txt") |
       python3 -c '
@@ -174,7 +175,7 @@ if os.path.exists(bench):
                "tokens_per_s", "GB_per_s", "hbm_fraction", "MB_per_token", "kernels_per_token",
                "dispatches_per_token", "submits_per_token", "barriers_per_token", "kernel_ms",
                "copy_GB_per_s", "add_GB_per_s",
-               "plan_misses")}
+               "plan_misses", "replays_per_token", "host_us_per_token")}
         summary["bench"].append(row)
 kernels = os.path.join(out, "kernels.json")
 if os.path.exists(kernels):

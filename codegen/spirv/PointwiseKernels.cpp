@@ -148,7 +148,12 @@ absl::Status emitRopeKernel(Emitter &e, const OpShape &op) {
 
 // copy_buffer(src, dst, size) and copy_buffer_offset(src, dst, src_offset, dst_offset, size), in
 // bytes over u32 words: destination word w gets its bytes inside [dst_offset, dst_offset + size)
-// from the source and keeps the others.
+// from the source and keeps the others. One workgroup, so that src and dst may be one buffer
+// (memmove): the words go in chunks, forward or backward, each chunk loaded whole (a few words an
+// invocation) before a barrier and stored after it. When the offsets and the size are whole words
+// a destination word is a source word; otherwise its bytes are assembled one by one.
+constexpr int kCopyWordsPerInvocation = 8;
+
 void emitCopyKernel(Emitter &e, const OpShape &op) {
   Value src = e.buffer(0), dst = e.buffer(1);
   Value srcOffset = e.ci(0), dstOffset = e.ci(0), size;
@@ -165,43 +170,63 @@ void emitCopyKernel(Emitter &e, const OpShape &op) {
   Value words = e.sub(e.divu(e.add(end, e.ci(3)), e.ci(4)), firstWord);
   words = e.select(e.ult(e.ci(0), size), words, e.ci(0));
   Value group = e.ci(e.plan.workgroupSize);
-  Value chunks = e.divu(e.add(words, e.ci(e.plan.workgroupSize - 1)), group);
+  Value chunkWords = e.ci(int64_t(e.plan.workgroupSize) * kCopyWordsPerInvocation);
+  Value chunks = e.divu(e.add(words, e.sub(chunkWords, e.ci(1))), chunkWords);
   Value backward = e.ult(srcOffset, dstOffset);
+  Value misaligned = b.create<arith::OrIOp>(
+      e.loc, b.create<arith::OrIOp>(e.loc, e.remu(srcOffset, e.ci(4)), e.remu(dstOffset, e.ci(4))),
+      e.remu(size, e.ci(4)));
+  Value aligned = b.create<arith::CmpIOp>(e.loc, arith::CmpIPredicate::eq, misaligned, e.ci(0));
+  // Whole words: destination word w is source word w + (src_offset - dst_offset) / 4.
+  Value srcFirstWord = e.divu(srcOffset, e.ci(4));
   Value tid = e.threadId();
   auto byteOf = [&](Value word, Value byteInWord) {
     Value shift = e.toI32(e.mul(byteInWord, e.ci(8)));
     return b.create<arith::AndIOp>(e.loc, b.create<arith::ShRUIOp>(e.loc, word, shift),
                                    e.c32(0xff));
   };
+  // The destination word's new value (bytes outside the range keep the old ones).
+  auto assemble = [&](Value w) {
+    Value old = e.load(dst, w);
+    Value result = e.c32(0);
+    for (int byte = 0; byte < 4; ++byte) {
+      Value at = e.add(e.mul(w, e.ci(4)), e.ci(byte));
+      Value inside = b.create<arith::AndIOp>(
+          e.loc, e.ult(at, end),
+          e.b.create<arith::CmpIOp>(e.loc, arith::CmpIPredicate::uge, at, dstOffset));
+      Value from = e.add(srcOffset, e.sub(at, dstOffset));
+      Value srcWord = e.ifValue(
+          inside, e.i32(), [&] { return e.load(src, e.divu(from, e.ci(4))); },
+          [&] { return e.c32(0); });
+      Value v = e.select(inside, byteOf(srcWord, e.remu(from, e.ci(4))), byteOf(old, e.ci(byte)));
+      result =
+          b.create<arith::OrIOp>(e.loc, result, b.create<arith::ShLIOp>(e.loc, v, e.c32(8 * byte)));
+    }
+    return result;
+  };
   e.forLoop(e.ci(0), chunks, e.ci(1), [&](Value c) {
-    Value j = e.add(e.mul(c, group), tid);
-    Value valid = e.ult(j, words);
-    Value k = e.select(backward, e.sub(e.sub(words, e.ci(1)), j), j);
-    Value w = e.add(firstWord, k);
-    Value value = e.ifValue(
-        valid, e.i32(),
-        [&] {
-          Value old = e.load(dst, w);
-          Value result = e.c32(0);
-          for (int byte = 0; byte < 4; ++byte) {
-            Value at = e.add(e.mul(w, e.ci(4)), e.ci(byte));
-            Value inside = b.create<arith::AndIOp>(
-                e.loc, e.ult(at, end),
-                e.b.create<arith::CmpIOp>(e.loc, arith::CmpIPredicate::uge, at, dstOffset));
-            Value from = e.add(srcOffset, e.sub(at, dstOffset));
-            Value srcWord = e.ifValue(
-                inside, e.i32(), [&] { return e.load(src, e.divu(from, e.ci(4))); },
-                [&] { return e.c32(0); });
-            Value v =
-                e.select(inside, byteOf(srcWord, e.remu(from, e.ci(4))), byteOf(old, e.ci(byte)));
-            result = b.create<arith::OrIOp>(e.loc, result,
-                                            b.create<arith::ShLIOp>(e.loc, v, e.c32(8 * byte)));
-          }
-          return result;
-        },
-        [&] { return e.c32(0); });
+    llvm::SmallVector<Value, kCopyWordsPerInvocation> at, valid, value;
+    for (int i = 0; i < kCopyWordsPerInvocation; ++i) {
+      Value j = e.add(e.mul(c, chunkWords), e.add(e.mul(e.ci(i), group), tid));
+      Value ok = e.ult(j, words);
+      Value k = e.select(backward, e.sub(e.sub(words, e.ci(1)), j), j);
+      Value w = e.add(firstWord, k);
+      Value v = e.ifValue(
+          ok, e.i32(),
+          [&] {
+            return e.ifValue(
+                aligned, e.i32(),
+                [&] { return e.load(src, e.add(srcFirstWord, e.sub(w, firstWord))); },
+                [&] { return assemble(w); });
+          },
+          [&] { return e.c32(0); });
+      at.push_back(w);
+      valid.push_back(ok);
+      value.push_back(v);
+    }
     e.barrier();
-    e.ifThen(valid, [&] { e.store(value, dst, w); });
+    for (int i = 0; i < kCopyWordsPerInvocation; ++i)
+      e.ifThen(valid[i], [&] { e.store(value[i], dst, at[i]); });
     e.barrier();
   });
 }

@@ -166,6 +166,9 @@ struct SpirvKernel {
 /// silu/element_mul/add, (head, pair) units ((n_heads_q + n_heads_k) * head_dim / 2) of rope,
 /// 1 for softmax, rms_norm and the copies (one workgroup does the whole op).
 uint64_t spirvUnits(OpKind kind, const int64_t *ints);
+/// The integer arguments spirvUnits reads for `kind`, as a mask (bit i: ints[i]): a grid can
+/// only change with these.
+uint8_t spirvUnitsInts(OpKind kind);
 
 /// Builds, lowers, serializes, validates and optimizes the kernel of `spec` for `target`.
 /// Fused specs supported so far (anything else is Unimplemented, so the runtime can run the

@@ -35,6 +35,29 @@ uint64_t spirvUnits(OpKind kind, const int64_t *ints) {
   return 1;
 }
 
+uint8_t spirvUnitsInts(OpKind kind) {
+  switch (kind) {
+  case OpKind::QuantizedMatmul:
+  case OpKind::AttnValue:
+  case OpKind::Silu:
+  case OpKind::ElementMul:
+  case OpKind::Add:
+    return 0b1;
+  case OpKind::Matmul:
+    return 0b11;
+  case OpKind::AttnScore:
+    return 0b10;
+  case OpKind::Rope:
+    return 0b1110;
+  case OpKind::CopyBuffer:
+  case OpKind::CopyBufferOffset:
+  case OpKind::Softmax:
+  case OpKind::RmsNorm:
+    return 0;
+  }
+  return 0xff;
+}
+
 std::array<uint32_t, 3> SpirvKernel::grid(const int64_t *ints) const {
   uint64_t units = spirvUnits(kind, ints);
   if (units == 0)

@@ -29,6 +29,7 @@ uint32_t findMemoryType(const VkPhysicalDeviceMemoryProperties &props, uint32_t 
 }
 
 static constexpr VkBufferUsageFlags kStorageUsage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
+                                                    VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT |
                                                     VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                                                     VK_BUFFER_USAGE_TRANSFER_DST_BIT;
 

@@ -31,6 +31,7 @@ namespace {
 
 constexpr VkPipelineStageFlags kWorkStages =
     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+constexpr std::array<uint32_t, 3> kOneGroup = {1, 1, 1};
 
 // The single-op launches an attention step falls back to when its heads disagree at run time.
 struct HeadFallback {
@@ -55,6 +56,9 @@ struct Step {
   StepAccesses access;
   /// Attention over heads: the heads' members run one by one when their seq_len differ.
   std::shared_ptr<const HeadFallback> heads;
+  /// Dispatch: the grid depends on a plan parameter (VulkanKernel::gridInts), so it is
+  /// dispatched indirectly from the parameter buffer.
+  bool indirect = false;
 };
 
 // One command of a run's command buffer, resolved from the steps and this run's buffers and
@@ -62,6 +66,8 @@ struct Step {
 // buffer, so the later one submits the earlier one's again.
 struct Command {
   enum class Kind : uint8_t { ResetQueries, Fill, Barrier, Copy, Dispatch };
+  /// Dispatch: the grid is read at run time from (src, srcOffset), not `groups`.
+  bool indirect = false;
   Kind kind = Kind::Barrier;
   // Copy: src -> dst; Fill: dst (zeros).
   VkBuffer src = VK_NULL_HANDLE, dst = VK_NULL_HANDLE;
@@ -78,8 +84,8 @@ struct Command {
   int64_t query = -1;
 
   auto tie() const {
-    return std::tie(kind, src, dst, srcOffset, dstOffset, size, srcStages, dstStages, srcAccess,
-                    dstAccess, pipeline, set, groups, pushFirst, pushWords, query);
+    return std::tie(kind, indirect, src, dst, srcOffset, dstOffset, size, srcStages, dstStages,
+                    srcAccess, dstAccess, pipeline, set, groups, pushFirst, pushWords, query);
   }
   friend bool operator==(const Command &a, const Command &b) { return a.tie() == b.tie(); }
 };
@@ -135,7 +141,10 @@ void recordCommands(VkCommandBuffer cmd, absl::Span<const Command> commands,
       if (c.query >= 0)
         vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries,
                             static_cast<uint32_t>(2 * c.query));
-      vkCmdDispatch(cmd, c.groups[0], c.groups[1], c.groups[2]);
+      if (c.indirect)
+        vkCmdDispatchIndirect(cmd, c.src, c.srcOffset);
+      else
+        vkCmdDispatch(cmd, c.groups[0], c.groups[1], c.groups[2]);
       if (c.query >= 0)
         vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries,
                             static_cast<uint32_t>(2 * c.query + 1));
@@ -155,7 +164,7 @@ public:
         timed_(device_->timestampsEnabled()), printTimes_(printTimes && timed_),
         checkValidation_(checkValidation && device_->validationEnabled()), replay_(replay) {
     // A parameter region per dispatch the plan can make (an attention step that falls back
-    // makes one per head), each as large as the largest kernel's words.
+    // makes one per head), each as large as the largest kernel's words and an indirect grid.
     uint64_t regions = 0, words = 0;
     for (const Step &s : steps_) {
       if (s.kind != Step::Kind::Dispatch)
@@ -168,7 +177,7 @@ public:
           words = std::max<uint64_t>(words, b->kernel.paramWords);
     }
     if (words > 0) {
-      paramStride_ = alignScratch(4 * words);
+      paramStride_ = alignScratch(4 * (words + 3));
       paramBytes_ = regions * paramStride_;
     }
   }
@@ -202,7 +211,7 @@ private:
   absl::Status resolveCopy(const OpCall &op, const PlanArgs &args, HazardTracker &hazards);
   absl::Status resolveDispatch(const VulkanCompiler::Built &built, absl::Span<const OpCall> ops,
                                size_t anchor, const std::array<uint32_t, 6> *attentionWords,
-                               const PlanArgs &args, int64_t query);
+                               const PlanArgs &args, int64_t query, bool indirect = false);
   void barrier() {
     commands_.push_back(barrierCommand(
         kWorkStages, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, kWorkStages,
@@ -249,6 +258,15 @@ private:
   BufferRef params_;
   uint8_t *paramsHost_ = nullptr;
   uint64_t paramCursor_ = 0;
+  // Each dispatch's (in the order resolved) descriptor set of its last run, and what it binds.
+  struct LastSet {
+    const Pipeline *pipeline = nullptr;
+    uint64_t generation = 0;
+    absl::InlinedVector<BufferRef, 12> refs;
+    VkDescriptorSet set = VK_NULL_HANDLE;
+  };
+  std::vector<LastSet> lastSets_;
+  size_t resolved_ = 0;
   // The run in progress: its commands, push-constant words and first step of the submission.
   std::vector<Command> commands_;
   std::vector<uint32_t> push_;
@@ -295,9 +313,10 @@ absl::Status VulkanPlanImpl::beginSegment(size_t step) {
   commands_.push_back(
       copyCommand(span.buffer, span.offset, params_.buffer, params_.offset, paramBytes_));
   // Setup, not a dependency of the graph: not counted in barriers_.
-  commands_.push_back(barrierCommand(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
-                                     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                                     VK_ACCESS_SHADER_READ_BIT));
+  commands_.push_back(
+      barrierCommand(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+                     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT,
+                     VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT));
   return absl::OkStatus();
 }
 
@@ -429,7 +448,7 @@ absl::Status VulkanPlanImpl::resolveCopy(const OpCall &op, const PlanArgs &args,
 absl::Status VulkanPlanImpl::resolveDispatch(const VulkanCompiler::Built &built,
                                              absl::Span<const OpCall> ops, size_t anchor,
                                              const std::array<uint32_t, 6> *attentionWords,
-                                             const PlanArgs &args, int64_t query) {
+                                             const PlanArgs &args, int64_t query, bool indirect) {
   const VulkanKernel &k = built.kernel;
   const Pipeline &p = *built.pipeline;
   const OpCall &op = ops[anchor];
@@ -443,8 +462,10 @@ absl::Status VulkanPlanImpl::resolveDispatch(const VulkanCompiler::Built &built,
                                         : 0u,
                                     1, 1}
           : k.grid(ints);
-  if (groups[0] == 0 || groups[1] == 0 || groups[2] == 0)
-    return absl::OkStatus();
+  const bool empty = groups[0] == 0 || groups[1] == 0 || groups[2] == 0;
+  indirect = indirect && k.paramWords > 0;
+  if (empty && !indirect)
+    return absl::OkStatus(); // an indirect dispatch of no groups keeps the commands the same
   // The integer words: push constants, or this dispatch's region of the parameter buffer.
   std::array<uint32_t, 32> words{};
   size_t count = k.pushConstantInts.size() + k.extraPushWords;
@@ -481,11 +502,14 @@ absl::Status VulkanPlanImpl::resolveDispatch(const VulkanCompiler::Built &built,
         *static_cast<const BufferRef *>(args.slotDevice[Trace::slotOf(ops[m].buffers[operand])]));
   }
   absl::Span<const uint8_t> pushBytes;
+  uint64_t gridOffset = 0;
   if (k.paramWords > 0) {
     if (!paramsHost_ || paramCursor_ + paramStride_ > paramBytes_)
       return absl::InternalError(
           absl::StrCat("vulkan: kernel ", k.name, " has no parameter region left"));
     std::memcpy(paramsHost_ + paramCursor_, words.data(), 4 * count);
+    gridOffset = params_.offset + paramCursor_ + 4 * count;
+    std::memcpy(paramsHost_ + paramCursor_ + 4 * count, groups.data(), sizeof groups);
     refs.push_back(BufferRef{params_.buffer, params_.offset + paramCursor_, 4 * count});
     paramCursor_ += paramStride_;
   } else {
@@ -493,19 +517,41 @@ absl::Status VulkanPlanImpl::resolveDispatch(const VulkanCompiler::Built &built,
                                     k.binary.pushConstantBytes);
   }
   absl::Span<const BufferRef> bound(refs.data(), refs.size());
-  SINTER_RETURN_IF_ERROR(checkDispatch(device_->caps(), k.binary, bound, pushBytes, groups));
+  SINTER_RETURN_IF_ERROR(
+      checkDispatch(device_->caps(), k.binary, bound, pushBytes, empty ? kOneGroup : groups));
   Command c;
   c.kind = Command::Kind::Dispatch;
-  SINTER_ASSIGN_OR_RETURN(c.set, device_->descriptors().get(p, bound));
+  // The set this dispatch bound last run, when its buffers are the same (no hashing then).
+  if (resolved_ >= lastSets_.size())
+    lastSets_.resize(resolved_ + 1);
+  LastSet &last = lastSets_[resolved_++];
+  const uint64_t generation = device_->descriptors().generation();
+  bool same =
+      last.pipeline == &p && last.generation == generation && last.refs.size() == refs.size();
+  for (size_t i = 0; same && i < refs.size(); ++i)
+    same = last.refs[i].buffer == refs[i].buffer && last.refs[i].offset == refs[i].offset &&
+           last.refs[i].size == refs[i].size;
+  if (same) {
+    c.set = last.set;
+  } else {
+    SINTER_ASSIGN_OR_RETURN(c.set, device_->descriptors().get(p, bound));
+    last = LastSet{&p, generation, refs, c.set};
+  }
+  if (indirect) {
+    c.indirect = true;
+    c.src = params_.buffer;
+    c.srcOffset = gridOffset;
+  } else {
+    c.groups = groups;
+  }
   c.pipeline = &p;
-  c.groups = groups;
   c.pushFirst = static_cast<uint32_t>(push_.size());
   c.pushWords = static_cast<uint32_t>(pushBytes.size() / 4);
   push_.insert(push_.end(), words.begin(), words.begin() + c.pushWords);
   c.query = queries_ != VK_NULL_HANDLE ? query : -1;
   commands_.push_back(c);
-  ++dispatched_;
-  fusedDispatched_ += ops.size() > 1;
+  dispatched_ += !empty;
+  fusedDispatched_ += !empty && ops.size() > 1;
   return absl::OkStatus();
 }
 
@@ -534,6 +580,7 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
   // dispatch leaves its counters zero again).
   attentionCursor_ = 0;
   paramCursor_ = 0;
+  resolved_ = 0;
   uint64_t attentionBytes = 0;
   for (const Step &s : steps_)
     if (s.kind == Step::Kind::Dispatch && s.heads && s.built && s.built->kernel.scratchWordsPerHead)
@@ -599,7 +646,7 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
         }
       } else {
         status = resolveDispatch(*s.built, ops, s.anchor, s.heads ? &s.heads->words : nullptr, args,
-                                 static_cast<int64_t>(dispatchSteps.size()));
+                                 static_cast<int64_t>(dispatchSteps.size()), s.indirect);
         dispatchSteps.push_back(static_cast<uint32_t>(i));
       }
     }
@@ -866,6 +913,8 @@ absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const Kerne
         s.kernelIndex = static_cast<uint32_t>(k);
         s.built = fusedBuilt[l];
         s.access = fusedAccess[l];
+        s.indirect =
+            !s.built->kernel.perHead && (paramMaskOf(s.member) & s.built->kernel.gridInts) != 0;
         if (launch.kind == Launch::Kind::Attention) {
           auto heads = std::make_shared<HeadFallback>();
           heads->members = launch.headMembers;
@@ -924,6 +973,7 @@ absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const Kerne
       }
       SINTER_ASSIGN_OR_RETURN(s.built, singleKernel(member, k, kernel));
       s.members = {member};
+      s.indirect = (paramMaskOf(member) & s.built->kernel.gridInts) != 0;
       absl::StrAppend(&description, "kernel ", k, " ", kernel.name, ": spirv ",
                       s.built->kernel.name, ": ", describeOp(e.op), "\n");
       steps.push_back(std::move(s));

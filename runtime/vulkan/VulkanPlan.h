@@ -66,6 +66,10 @@ struct VulkanKernel {
   uint32_t paramWords = 0;
   /// Workgroups for the anchor's integer arguments (all of them); a zero count skips the dispatch.
   std::function<std::array<uint32_t, 3>(const int64_t *ints)> grid;
+  /// The anchor's integer arguments grid() reads (bit i: ints[i]; all when unknown). When one
+  /// of them is a plan parameter and the kernel has paramWords, the plan dispatches indirectly,
+  /// the grid written beside the words, so the commands do not change with it.
+  uint8_t gridInts = 0xff;
 };
 
 /// Builds the kernel of `spec`; Unimplemented when the generator has none for it.

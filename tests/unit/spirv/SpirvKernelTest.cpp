@@ -390,13 +390,27 @@ TEST_F(SpirvKernelTest, Elementwise) {
 TEST_F(SpirvKernelTest, Copies) {
   for (uint64_t size : {0ull, 1ull, 4ull, 7ull, 1030ull, 5000ull})
     check(ops::copyBuffer(slot(0), slot(1), size), "copy_buffer " + str(size));
-  for (auto [so, dst, size] : std::vector<std::array<uint64_t, 3>>{
-           {0, 0, 16}, {6, 1027, 513}, {3, 1, 2}, {1, 6, 3000}, {4096, 8, 4096}})
+  // Several chunks of 2048 words, whole words and not.
+  for (auto [so, dst, size] : std::vector<std::array<uint64_t, 3>>{{0, 0, 16},
+                                                                   {6, 1027, 513},
+                                                                   {3, 1, 2},
+                                                                   {1, 6, 3000},
+                                                                   {4096, 8, 4096},
+                                                                   {0, 0, 40000},
+                                                                   {8192, 4, 36004},
+                                                                   {3, 5, 30001}})
     check(ops::copyBufferOffset(slot(0), slot(1), so, dst, size),
           "copy_buffer_offset " + str(so) + " " + str(dst) + " " + str(size));
   // One buffer, overlapping ranges both ways: memmove.
-  for (auto [so, dst, size] : std::vector<std::array<uint64_t, 3>>{
-           {0, 5, 3000}, {5, 0, 3000}, {2, 3, 1}, {100, 96, 2000}, {96, 101, 2000}})
+  for (auto [so, dst, size] : std::vector<std::array<uint64_t, 3>>{{0, 5, 3000},
+                                                                   {5, 0, 3000},
+                                                                   {2, 3, 1},
+                                                                   {100, 96, 2000},
+                                                                   {96, 101, 2000},
+                                                                   {0, 4096, 40000},
+                                                                   {4096, 0, 40000},
+                                                                   {1, 4099, 30001},
+                                                                   {4100, 4, 30000}})
     check(ops::copyBufferOffset(slot(0), slot(0), so, dst, size),
           "overlapping copy_buffer_offset " + str(so) + " " + str(dst) + " " + str(size));
 }

@@ -314,6 +314,38 @@ TEST_F(VulkanBackendTest, ChangedCommandsAreRecordedAgain) {
   EXPECT_EQ(stats_->get().replays, replayed + 2);
 }
 
+// attn_score's grid follows seq_len (a workgroup per few positions): once seq_len is a plan
+// parameter, the generated kernel is dispatched indirectly, the grid written with the words, so
+// a growing context keeps replaying one command buffer.
+TEST_F(VulkanBackendTest, GridsThatFollowAParameterAreDispatchedIndirectly) {
+  if (!haveSpirvCodegen())
+    GTEST_SKIP() << "the SPIR-V code generator is not in this build";
+  BackendOptions options;
+  options.kind = "vulkan";
+  options.fusion = false;
+  VulkanBackendOptions vulkan;
+  vulkan.device = device_;
+  vulkan.stats = stats_;
+  auto backend = createVulkanBackend(options, vulkan);
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  ComputeBackend &b = **backend;
+  ReferenceBackend ref;
+  const uint32_t headDim = 64, maxT = 100;
+  std::vector<float> q = random(headDim, 31), k = random(headDim * maxT, 32);
+  BufferHandle hq = buffer(b, q), hk = buffer(b, k), hs = b.allocate(maxT * 4).value();
+  BufferHandle rq = buffer(ref, q), rk = buffer(ref, k), rs = ref.allocate(maxT * 4).value();
+  for (uint32_t t = 1; t <= maxT; ++t) {
+    ASSERT_TRUE(b.attnScore(hq, hk, hs, headDim, t, 0, 0, headDim).ok());
+    ASSERT_TRUE(ref.attnScore(rq, rk, rs, headDim, t, 0, 0, headDim).ok());
+    std::vector<float> got = read(b, hs, t), want = read(ref, rs, t);
+    ASSERT_LT(nmse(got, want), 1e-7) << "seq_len " << t;
+  }
+  runtime::vulkan::VulkanCompilerStats st = stats_->get();
+  EXPECT_EQ(st.runs, maxT);
+  EXPECT_LE(st.recordings, 3u) << st.replays << " replays over " << st.plans << " plans";
+  EXPECT_GE(st.replays, maxT - 3);
+}
+
 TEST_F(VulkanBackendTest, ReplayOffRecordsEveryFlush) {
   BackendOptions options;
   options.kind = "vulkan";

@@ -28,10 +28,9 @@ uint32_t findMemoryType(const VkPhysicalDeviceMemoryProperties &props, uint32_t 
   return fallback;
 }
 
-static constexpr VkBufferUsageFlags kStorageUsage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
-                                                    VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT |
-                                                    VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                                                    VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+static constexpr VkBufferUsageFlags kStorageUsage =
+    VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT |
+    VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
 
 VulkanMemory::VulkanMemory(VkPhysicalDevice physical, VkDevice device, uint64_t blockBytes,
                            uint64_t alignment)

@@ -152,7 +152,7 @@ absl::Status emitRopeKernel(Emitter &e, const OpShape &op) {
 // (memmove): the words go in chunks, forward or backward, each chunk loaded whole (a few words an
 // invocation) before a barrier and stored after it. When the offsets and the size are whole words
 // a destination word is a source word; otherwise its bytes are assembled one by one.
-constexpr int kCopyWordsPerInvocation = 16;
+constexpr int kCopyWordsPerInvocation = 8;
 
 void emitCopyKernel(Emitter &e, const OpShape &op) {
   Value src = e.buffer(0), dst = e.buffer(1);

@@ -212,8 +212,6 @@ public:
   absl::StatusOr<VkCommandBuffer> beginOneShot();
   /// Ends, submits and waits for a command buffer from beginOneShot, then frees it.
   absl::Status endOneShot(VkCommandBuffer cmd);
-  /// Frees a command buffer from beginOneShot without submitting it (a recording that failed).
-  void discardOneShot(VkCommandBuffer cmd);
   /// A command buffer from the device's pool, begun (with the entry barrier), one-time-submit
   /// or (oneShot false) to be submitted again and again with submitAndWait until the caller
   /// ends its life with freeCommands. The caller ends the recording (vkEndCommandBuffer).

@@ -113,13 +113,6 @@ void VulkanDevice::freeCommands(VkCommandBuffer cmd) {
     vkFreeCommandBuffers(device_, commandPool_, 1, &cmd);
 }
 
-void VulkanDevice::discardOneShot(VkCommandBuffer cmd) {
-  if (cmd == VK_NULL_HANDLE)
-    return;
-  vkEndCommandBuffer(cmd);
-  vkFreeCommandBuffers(device_, commandPool_, 1, &cmd);
-}
-
 static absl::Status checkRange(const BufferRef &ref, uint64_t offset, uint64_t bytes,
                                const char *what) {
   if (ref.buffer == VK_NULL_HANDLE)

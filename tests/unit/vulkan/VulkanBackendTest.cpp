@@ -77,7 +77,8 @@ protected:
     return o;
   }
 
-  ComputeBackend &make(bool fusion = false, uint64_t memoryLimit = 0, bool eager = false) {
+  ComputeBackend &make(bool fusion = false, uint64_t memoryLimit = 0, bool eager = false,
+                       bool replay = true) {
     BackendOptions options;
     options.kind = "vulkan";
     options.fusion = fusion;
@@ -88,6 +89,7 @@ protected:
     vulkan.builder = handWrittenKernels();
     vulkan.stats = stats_;
     vulkan.logFallbacks = false;
+    vulkan.replay = replay;
     auto backend = createVulkanBackend(options, vulkan);
     EXPECT_TRUE(backend.ok()) << backend.status();
     backend_ = std::move(backend).value();
@@ -347,17 +349,7 @@ TEST_F(VulkanBackendTest, GridsThatFollowAParameterAreDispatchedIndirectly) {
 }
 
 TEST_F(VulkanBackendTest, ReplayOffRecordsEveryFlush) {
-  BackendOptions options;
-  options.kind = "vulkan";
-  options.fusion = false;
-  VulkanBackendOptions vulkan;
-  vulkan.device = device_;
-  vulkan.builder = handWrittenKernels();
-  vulkan.stats = stats_;
-  vulkan.replay = false;
-  auto backend = createVulkanBackend(options, vulkan);
-  ASSERT_TRUE(backend.ok()) << backend.status();
-  ComputeBackend &b = **backend;
+  ComputeBackend &b = make(/*fusion=*/false, /*memoryLimit=*/0, /*eager=*/false, /*replay=*/false);
   const uint32_t n = 64;
   std::vector<float> a = random(n, 23);
   BufferHandle ha = buffer(b, a), y = b.allocate(n * 4).value();

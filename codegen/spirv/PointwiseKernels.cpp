@@ -90,21 +90,15 @@ void emitRmsNormKernel(Emitter &e, const OpShape &op) {
   });
 }
 
-// rope(q, k, pos, head_dim, freq_base, n_heads_q, n_heads_k): unit u is pair u % (head_dim / 2)
-// of head u / (head_dim / 2), counting q's heads first.
-absl::Status emitRopeKernel(Emitter &e, const OpShape &op) {
-  if (!op.isStatic(1))
-    return absl::UnimplementedError("rope: the SPIR-V kernel needs a compile-time head_dim");
-  int64_t headDim = op.ints[1], pairs = headDim / 2;
-  if (pairs == 0)
-    return absl::OkStatus();
+} // namespace
+
+// Pair i of a head turns by pos * f_i / (2 pi) turns, f_i = base^(-2i / head_dim) as the
+// reference computes it: the fraction as a 64-bit fixed-point number in two u32 words, in a
+// table of Function variables.
+Value ropeTable(Emitter &e, const OpShape &op) {
   mlir::OpBuilder &b = e.b;
-  // Pair i turns by pos * f_i / (2 pi) turns, f_i = base^(-2i / head_dim) as the reference
-  // computes it: the fraction as a 64-bit fixed-point number in two u32 words, in a table.
-  auto tableType = mlir::MemRefType::get(
-      {2 * pairs}, b.getI32Type(), mlir::AffineMap(),
-      mlir::spirv::StorageClassAttr::get(b.getContext(), mlir::spirv::StorageClass::Function));
-  Value table = b.create<mlir::memref::AllocaOp>(e.loc, tableType);
+  int64_t headDim = op.ints[1], pairs = headDim / 2;
+  Value table = e.functionArray(b.getI32Type(), 2 * pairs);
   double base = double(op.scalar());
   for (int64_t i = 0; i < pairs; ++i) {
     double f = std::pow(base, -2.0 * double(i) / double(headDim));
@@ -114,28 +108,51 @@ absl::Status emitRopeKernel(Emitter &e, const OpShape &op) {
     e.store(e.c32(static_cast<int32_t>(fixed >> 32)), table, e.ci(2 * i));
     e.store(e.c32(static_cast<int32_t>(fixed & 0xffffffffu)), table, e.ci(2 * i + 1));
   }
+  return table;
+}
+
+SinCos ropeSinCos(Emitter &e, Value table, Value pos, Value pair) {
+  mlir::OpBuilder &b = e.b;
+  Value high = e.load(table, e.mul(pair, e.ci(2)));
+  Value low = e.load(table, e.add(e.mul(pair, e.ci(2)), e.ci(1)));
+  // frac(pos * g) in 2^-32 units: the low word of pos * high plus the carry of pos * low.
+  Value fromHigh = b.create<arith::MulIOp>(e.loc, pos, high);
+  Value fromLow = b.create<arith::MulUIExtendedOp>(e.loc, pos, low).getHigh();
+  Value fraction = b.create<arith::AddIOp>(e.loc, fromHigh, fromLow);
+  // As a signed fraction the angle lies in [-pi, pi).
+  Value angle = e.fmul(b.create<arith::SIToFPOp>(e.loc, e.f32(), fraction),
+                       e.cf(2.0 * 3.14159265358979323846 / 4294967296.0));
+  return emitSinCos(b, e.loc, angle, MathTarget::Gpu);
+}
+
+std::pair<Value, Value> ropeRotate(Emitter &e, const SinCos &sc, Value x0, Value x1) {
+  Value y0 = e.b.create<arith::SubFOp>(e.loc, e.fmul(x0, sc.cos), e.fmul(x1, sc.sin));
+  Value y1 = e.fadd(e.fmul(x0, sc.sin), e.fmul(x1, sc.cos));
+  return {y0, y1};
+}
+
+namespace {
+
+// rope(q, k, pos, head_dim, freq_base, n_heads_q, n_heads_k): unit u is pair u % (head_dim / 2)
+// of head u / (head_dim / 2), counting q's heads first.
+absl::Status emitRopeKernel(Emitter &e, const OpShape &op) {
+  if (!op.isStatic(1))
+    return absl::UnimplementedError("rope: the SPIR-V kernel needs a compile-time head_dim");
+  int64_t headDim = op.ints[1], pairs = headDim / 2;
+  if (pairs == 0)
+    return absl::OkStatus();
+  Value table = ropeTable(e, op);
   Value pos = e.toI32(e.intArg(op, 0));
   Value headsQ = e.intArg(op, 2), headsK = e.intArg(op, 3);
   Value u = e.add(e.mul(e.groupId(), e.ci(e.plan.workgroupSize)), e.threadId());
   Value units = e.mul(e.add(headsQ, headsK), e.ci(pairs));
   e.ifThen(e.ult(u, units), [&] {
     Value head = e.divu(u, e.ci(pairs)), pair = e.remu(u, e.ci(pairs));
-    Value high = e.load(table, e.mul(pair, e.ci(2)));
-    Value low = e.load(table, e.add(e.mul(pair, e.ci(2)), e.ci(1)));
-    // frac(pos * g) in 2^-32 units: the low word of pos * high plus the carry of pos * low.
-    Value fromHigh = b.create<arith::MulIOp>(e.loc, pos, high);
-    Value fromLow = b.create<arith::MulUIExtendedOp>(e.loc, pos, low).getHigh();
-    Value fraction = b.create<arith::AddIOp>(e.loc, fromHigh, fromLow);
-    // As a signed fraction the angle lies in [-pi, pi).
-    Value angle = e.fmul(b.create<arith::SIToFPOp>(e.loc, e.f32(), fraction),
-                         e.cf(2.0 * 3.14159265358979323846 / 4294967296.0));
-    SinCos sc = emitSinCos(b, e.loc, angle, MathTarget::Gpu);
+    SinCos sc = ropeSinCos(e, table, pos, pair);
     auto rotate = [&](Value x, Value h) {
       Value first = e.add(e.mul(h, e.ci(headDim)), e.mul(pair, e.ci(2)));
       Value second = e.add(first, e.ci(1));
-      Value x0 = e.load(x, first), x1 = e.load(x, second);
-      Value y0 = b.create<arith::SubFOp>(e.loc, e.fmul(x0, sc.cos), e.fmul(x1, sc.sin));
-      Value y1 = e.fadd(e.fmul(x0, sc.sin), e.fmul(x1, sc.cos));
+      auto [y0, y1] = ropeRotate(e, sc, e.load(x, first), e.load(x, second));
       e.store(y0, x, first);
       e.store(y1, x, second);
     };

@@ -10,11 +10,13 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <tuple>
 
 #include "codegen/ElementwiseMath.h"
 #include "codegen/spirv/QuantWords.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -326,6 +328,38 @@ void emitWorkgroupRowsQMatmul(Emitter &e, const OpShape &op, Value x4, Value g4,
   });
 }
 
+
+// copy_buffer_offset(src = the anchor's out, dst, src_offset = 0, dst_offset, size = 4 n_rows)
+// as an epilogue (the runtime checks the constants): row `row`'s value `v` goes to dst's bytes
+// [dst_offset + 4 row, + 4) too. At an unaligned dst_offset the value straddles two words whose
+// other bytes the neighbouring rows' invocations write: each side is cleared and set with
+// atomics, which commute on disjoint bytes.
+void storeCopy(Emitter &e, const OpShape &copy, int m, Value v, Value row) {
+  mlir::OpBuilder &b = e.b;
+  Value dst = e.memberBuffer(m, 1);
+  Value offset = e.memberInt(m, copy, 1);
+  Value bits = b.create<arith::BitcastOp>(e.loc, e.i32(), v);
+  Value byte = e.remu(offset, e.ci(4));
+  Value word = e.add(e.divu(offset, e.ci(4)), row);
+  e.ifElse(
+      e.ult(byte, e.ci(1)), [&] { e.store(bits, dst, word); },
+      [&] {
+        Value shift = e.toI32(e.mul(byte, e.ci(8)));
+        Value ones = e.c32(-1);
+        Value high = b.create<arith::ShLIOp>(e.loc, ones, shift); // the bytes from dst_offset on
+        Value low = b.create<arith::XOrIOp>(e.loc, high, ones);
+        auto rmw = [&](arith::AtomicRMWKind kind, Value value, Value at) {
+          b.create<mlir::memref::AtomicRMWOp>(e.loc, kind, value, dst, ValueRange{at});
+        };
+        rmw(arith::AtomicRMWKind::andi, low, word);
+        rmw(arith::AtomicRMWKind::ori, b.create<arith::ShLIOp>(e.loc, bits, shift), word);
+        Value next = e.add(word, e.ci(1));
+        Value back = b.create<arith::SubIOp>(e.loc, e.c32(32), shift);
+        rmw(arith::AtomicRMWKind::andi, high, next);
+        rmw(arith::AtomicRMWKind::ori, b.create<arith::ShRUIOp>(e.loc, bits, back), next);
+      });
+}
+
 } // namespace
 
 // quantized_matmul(W, x, out, n_rows, n_cols, dtype): subgroup s of workgroup g computes rows
@@ -415,16 +449,37 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
           });
         }
       }
+      const int first = static_cast<int>(spec.prologue.size()) + 1;
+      size_t rotated = 0;
+      if (!spec.epilogue.empty() && spec.epilogue[0].kind == OpKind::Rope) {
+        // A rope epilogue (the runtime's rope(q = out, k = out, n_heads_k = 0)): rows 2i and
+        // 2i + 1 are pair i % (head_dim / 2) of a head (a tile starts at an even row, the plan
+        // gives a cluster an even number of rows, head_dim is even), rotated before they are
+        // stored, so the anchor's out receives the rotated rows.
+        const OpShape &rope = spec.epilogue[0];
+        Value table = ropeTable(e, rope);
+        Value pos = e.toI32(e.memberInt(first, rope, 0));
+        for (int64_t r = 0; r + 1 < rows; r += 2) {
+          Value row = e.add(tileFirst, e.ci(r));
+          Value pair = e.divu(e.remu(row, e.ci(rope.ints[1])), e.ci(2));
+          SinCos sc = ropeSinCos(e, table, pos, pair);
+          std::tie(totals[r], totals[r + 1]) = ropeRotate(e, sc, totals[r], totals[r + 1]);
+        }
+        rotated = 1;
+      }
       for (int64_t r = 0; r < rows; ++r) {
         Value row = e.add(tileFirst, e.ci(r));
         Value store = e.b.create<arith::AndIOp>(e.loc, storer(r), e.ult(row, nRows));
         e.ifThen(store, [&] {
           e.store(totals[r], out, row);
           Value v = totals[r];
-          int first = static_cast<int>(spec.prologue.size()) + 1;
-          for (size_t j = 0; j < spec.epilogue.size(); ++j) {
+          for (size_t j = rotated; j < spec.epilogue.size(); ++j) {
             int m = first + static_cast<int>(j);
             OpKind kind = spec.epilogue[j].kind;
+            if (kind == OpKind::CopyBufferOffset) {
+              storeCopy(e, spec.epilogue[j], m, v, row);
+              continue;
+            }
             llvm::SmallVector<Value, 2> inputs{v};
             if (kind != OpKind::Silu)
               inputs.push_back(e.load(e.memberBuffer(m, 1), row));
@@ -595,24 +650,27 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
           }
           return next;
         });
-    if (scalar) { // columns past the last whole pseudo-block (scalar formats have rows == 1)
+    if (scalar) { // columns past the last whole pseudo-block
       Value tailBegin = e.add(e.mul(nBlocks, e.ci(layout.blockWeights)), lane);
-      accs = e.forLoop(tailBegin, nCols, e.ci(lanes), ValueRange{accs[0], accs[1]},
-                       [&](Value c, ValueRange it) {
-                         WordReader reader(e, w, alignment);
-                         Value element = e.add(rowBases[0], e.mul(c, e.ci(elementBytes)));
-                         Value weight = emitScalarWeight(e.b, e.loc, reader, op.dtype, element);
-                         auto at = [&](Value v4) {
-                           return e.b.create<mlir::vector::ExtractElementOp>(
-                               e.loc, e.load(v4, e.divu(c, e.ci(4))), e.toI32(e.remu(c, e.ci(4))));
-                         };
-                         Value x = at(x4), squares = it[1];
-                         if (norm) {
-                           squares = e.fma(x, x, squares);
-                           x = e.fmul(x, at(g4));
-                         }
-                         return llvm::SmallVector<Value>{e.fma(weight, x, it[0]), squares};
-                       });
+      accs = e.forLoop(tailBegin, nCols, e.ci(lanes), accs, [&](Value c, ValueRange it) {
+        llvm::SmallVector<Value> next(it.begin(), it.end());
+        auto at = [&](Value v4) {
+          return e.b.create<mlir::vector::ExtractElementOp>(e.loc, e.load(v4, e.divu(c, e.ci(4))),
+                                                            e.toI32(e.remu(c, e.ci(4))));
+        };
+        Value x = at(x4);
+        if (norm) {
+          next[rows] = e.fma(x, x, next[rows]);
+          x = e.fmul(x, at(g4));
+        }
+        for (int64_t r = 0; r < rows; ++r) {
+          WordReader reader(e, w, alignment);
+          Value element = e.add(rowBases[r], e.mul(c, e.ci(elementBytes)));
+          Value weight = emitScalarWeight(e.b, e.loc, reader, op.dtype, element);
+          next[r] = e.fma(weight, x, next[r]);
+        }
+        return next;
+      });
     }
     finish(accs, Value(), firstRow);
   });

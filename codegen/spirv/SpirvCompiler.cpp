@@ -231,9 +231,22 @@ absl::Status checkFusion(const KernelSpec &spec) {
   if (spec.prologue.size() > 1 ||
       (spec.prologue.size() == 1 && spec.prologue[0].kind != OpKind::RmsNorm))
     return unsupported("a prologue other than one rms_norm");
-  for (const OpShape &s : spec.epilogue)
-    if (!isElementwise(s.kind))
-      return unsupported(absl::StrCat("a ", opInfo(s.kind).name, " epilogue"));
+  // Either element-wise members, or the tail of a projection that feeds the KV cache: an
+  // optional rope of its rows, then an optional copy of the rows into the cache.
+  size_t tail = 0;
+  if (tail < spec.epilogue.size() && spec.epilogue[tail].kind == OpKind::Rope) {
+    if (!spec.epilogue[tail].isStatic(1))
+      return unsupported("a rope epilogue with a run-time head_dim");
+    ++tail;
+  }
+  if (tail < spec.epilogue.size() && spec.epilogue[tail].kind == OpKind::CopyBufferOffset)
+    ++tail;
+  if (tail > 0 && tail != spec.epilogue.size())
+    return unsupported("members after a rope or copy_buffer_offset epilogue");
+  if (tail == 0)
+    for (const OpShape &s : spec.epilogue)
+      if (!isElementwise(s.kind))
+        return unsupported(absl::StrCat("a ", opInfo(s.kind).name, " epilogue"));
   return absl::OkStatus();
 }
 
@@ -267,6 +280,13 @@ KernelPlan planSpec(const KernelSpec &spec, const SpirvTarget &target) {
     plan.unitsPerGroup = 1;
     plan.attentionSplits = shares;
   }
+  // A rope epilogue rotates pairs of rows in the invocation that stores them: a schedule of one
+  // row a cluster (K-quants, F32/F16/BF16) takes two.
+  if (spec.anchor.kind == OpKind::QuantizedMatmul && !spec.epilogue.empty() &&
+      spec.epilogue[0].kind == OpKind::Rope && !plan.workgroupRows && plan.rowsPerSubgroup == 1) {
+    plan.rowsPerSubgroup = 2;
+    plan.unitsPerGroup *= 2;
+  }
   KernelPlan fused = plan;
   fused.bindings.clear();
   fused.bindingBase.clear();
@@ -281,6 +301,8 @@ KernelPlan planSpec(const KernelSpec &spec, const SpirvTarget &target) {
     else if (member->kind == OpKind::RmsNorm) // in and weight feed the products 16 bytes at a time
       fused.bindings.insert(fused.bindings.end(), {SpirvBindingKind::Vec4, SpirvBindingKind::Vec4,
                                                    SpirvBindingKind::F32});
+    else if (member->kind == OpKind::CopyBufferOffset) // the cache, written as u32 words
+      fused.bindings.insert(fused.bindings.end(), {SpirvBindingKind::F32, SpirvBindingKind::Word});
     else
       fused.bindings.insert(fused.bindings.end(), info.numBuffers, SpirvBindingKind::F32);
     fused.pushConstantWords += info.numInts;
@@ -475,6 +497,14 @@ absl::StatusOr<SpirvKernel> buildSpirvKernel(const KernelSpec &spec, const Spirv
   (*module)->setAttr(mlir::spirv::getTargetEnvAttrName(), env);
 
   spv::KernelPlan plan = spv::planSpec(spec, target);
+  // A rope epilogue rotates pairs of rows: both must end in the invocation that stores them.
+  bool ropeEpilogue = !spec.epilogue.empty() && spec.epilogue[0].kind == OpKind::Rope &&
+                      !spec.attentionOverHeads;
+  if (ropeEpilogue && (plan.workgroupRows || plan.rowsPerSubgroup % 2 != 0))
+    return absl::UnimplementedError(absl::StrCat(
+        "no fused SPIR-V kernel for a rope epilogue on a schedule of ",
+        plan.rowsPerSubgroup, plan.workgroupRows ? " rows a workgroup" : " row(s) a cluster",
+        " (it needs pairs of rows in one invocation)"));
   mlir::gpu::GPUFuncOp func = createKernelFunc(b, *module, plan, target.paramsInBuffer);
   b.setInsertionPointToStart(&func.getBody().front());
   spv::Emitter e(b, loc, func, target, plan);

@@ -31,6 +31,15 @@ Value Emitter::memberInt(int m, const OpShape &op, int i) {
   return toIndex(load(func_.getArgument(pushConstants), ci(word)));
 }
 
+Value Emitter::functionArray(mlir::Type element, int64_t n) {
+  auto type = mlir::MemRefType::get(
+      {n}, element, mlir::AffineMap(),
+      mlir::spirv::StorageClassAttr::get(b.getContext(), mlir::spirv::StorageClass::Function));
+  mlir::OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&func_.getBody().front());
+  return b.create<mlir::memref::AllocaOp>(loc, type);
+}
+
 Value Emitter::pushWord(uint32_t word) {
   assert(word < plan.pushConstantWords && "push-constant word out of range");
   int pushConstants = static_cast<int>(plan.bindings.size());

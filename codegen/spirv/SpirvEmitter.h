@@ -9,10 +9,12 @@
 
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "codegen/Dequant.h"
+#include "codegen/ElementwiseMath.h"
 #include "codegen/KernelSpec.h"
 #include "codegen/spirv/SpirvCompiler.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -100,6 +102,9 @@ public:
   mlir::Value memberInt(int m, const OpShape &op, int i);
   /// Push-constant word `word` as index (words past the members' integers: attention's extras).
   mlir::Value pushWord(uint32_t word);
+  /// An array of `n` elements of `element` in Function variables, declared at the function's
+  /// start (where SPIR-V wants them) whatever the insertion point.
+  mlir::Value functionArray(mlir::Type element, int64_t n);
   /// Makes member `m` the one buffer() and intArg() refer to.
   void setMember(int m) { member_ = m; }
 
@@ -200,6 +205,15 @@ private:
 
 /// A workgroup-memory array of `n` elements of `element` (a memref in the Workgroup class).
 mlir::Value workgroupArray(Emitter &e, mlir::Type element, int64_t n);
+
+/// rope's angles (PointwiseKernels.cpp): the table of pair i's turns per position (a 64-bit
+/// fixed-point fraction of f_i / 2 pi in two i32 words, f_i = freq_base^(-2i / head_dim)) for a
+/// rope shape with a static head_dim, as Function variables; the sine and cosine of pair
+/// `pair` (index) at `pos` (i32) from it; and the rotation of (x0, x1) by them.
+mlir::Value ropeTable(Emitter &e, const OpShape &op);
+SinCos ropeSinCos(Emitter &e, mlir::Value table, mlir::Value pos, mlir::Value pair);
+std::pair<mlir::Value, mlir::Value> ropeRotate(Emitter &e, const SinCos &sc, mlir::Value x0,
+                                               mlir::Value x1);
 
 /// quantized_matmul's kernel body (QMatmulKernels.cpp), with the fused members of `spec`.
 void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec);

@@ -93,6 +93,79 @@ std::vector<KernelMember> epilogueAt(const std::vector<KernelMember> &ops, size_
   return chain;
 }
 
+// rope as the epilogue of one projection: rope(q = out, k = out, n_heads_q = heads,
+// n_heads_k = 0) rotates that projection's rows only (`operand` 0 for q, 1 for k), which is
+// what the projection's launch computes and all it touches.
+KernelMember ropeOfOne(const KernelMember &rope, int operand, uint64_t heads) {
+  KernelMember one = rope;
+  OpCall &op = one.entry.op;
+  op.buffers[0] = op.buffers[1] = rope.entry.op.buffers[operand];
+  op.ints[2] = heads;
+  op.ints[3] = 0;
+  return one;
+}
+
+// The rope and the cache copies at ops[begin...] after the products `products` of a norm's group,
+// as epilogues of the products whose outputs they read (`tails`, one per product): rope splits
+// into the rotation of Q's rows and of K's rows, and a copy_buffer_offset of a product's whole
+// output into another buffer (the K or V cache) becomes a second store of each row. Returns how
+// many ops were taken; none when the first is not a rope or copy in that shape.
+//
+// The launches then run before the ops they overtake (the products after Q, the copies after K):
+// each op taken touches only its product's output and a destination that nothing in the group
+// reads or writes, so the order does not matter.
+size_t cacheTailsAt(const std::vector<KernelMember> &ops, size_t begin, const KernelMember &norm,
+                    const std::vector<size_t> &products,
+                    std::vector<std::vector<KernelMember>> *tails) {
+  tails->assign(products.size(), {});
+  auto productOf = [&](uint32_t s) -> int {
+    for (size_t p = 0; p < products.size(); ++p)
+      if (slot(ops[products[p]], 2) == s)
+        return static_cast<int>(p);
+    return -1;
+  };
+  auto rowsOf = [&](int p, uint64_t *rows) { return fixedInt(ops[products[p]], 0, rows); };
+  std::vector<uint32_t> group{slot(norm, 0), slot(norm, 1), slot(norm, 2)};
+  for (size_t p : products)
+    group.insert(group.end(), {slot(ops[p], 0), slot(ops[p], 2)});
+  auto in = [](const std::vector<uint32_t> &v, uint32_t s) {
+    return std::find(v.begin(), v.end(), s) != v.end();
+  };
+  size_t i = begin;
+  if (i < ops.size() && isOp(ops[i], OpKind::Rope)) {
+    const KernelMember &r = ops[i];
+    int q = productOf(slot(r, 0)), k = productOf(slot(r, 1));
+    uint64_t dim = 0, headsQ = 0, headsK = 0, rowsQ = 0, rowsK = 0;
+    if (q >= 0 && k >= 0 && q != k && fixedInt(r, 1, &dim) && fixedInt(r, 2, &headsQ) &&
+        fixedInt(r, 3, &headsK) && dim > 0 && dim % 2 == 0 && rowsOf(q, &rowsQ) &&
+        rowsOf(k, &rowsK) && rowsQ == headsQ * dim && rowsK == headsK * dim) {
+      (*tails)[q].push_back(ropeOfOne(r, 0, headsQ));
+      (*tails)[k].push_back(ropeOfOne(r, 1, headsK));
+      ++i;
+    }
+  }
+  if (i == begin && !(i < ops.size() && isOp(ops[i], OpKind::CopyBufferOffset)))
+    return 0;
+  std::vector<uint32_t> written;
+  for (; i < ops.size() && isOp(ops[i], OpKind::CopyBufferOffset); ++i) {
+    const KernelMember &c = ops[i];
+    int p = productOf(slot(c, 0));
+    uint64_t from = 0, size = 0, rows = 0;
+    uint32_t dst = slot(c, 1);
+    if (p < 0 || !fixedInt(c, 0, &from) || from != 0 || !fixedInt(c, 2, &size) ||
+        !rowsOf(p, &rows) || size != 4 * rows || in(group, dst) || in(written, dst))
+      break;
+    bool copied = false; // one copy a product
+    for (const KernelMember &m : (*tails)[p])
+      copied |= isOp(m, OpKind::CopyBufferOffset);
+    if (copied)
+      break;
+    (*tails)[p].push_back(c);
+    written.push_back(dst);
+  }
+  return i - begin;
+}
+
 Launch chainLaunch(const KernelMember *norm, const KernelMember &q,
                    const std::vector<KernelMember> &epilogue, bool storeNorm) {
   Launch l;
@@ -207,7 +280,7 @@ Launch attentionAt(const std::vector<KernelMember> &ops, size_t begin, size_t *t
 
 } // namespace
 
-std::vector<Launch> planLaunches(const Kernel &kernel) {
+std::vector<Launch> planLaunches(const Kernel &kernel, const LaunchOptions &options) {
   const std::vector<KernelMember> &ops = kernel.ops;
   std::vector<Launch> launches;
   size_t i = 0;
@@ -234,6 +307,15 @@ std::vector<Launch> planLaunches(const Kernel &kernel) {
         if (!distinct)
           break;
         products.push_back(j);
+      }
+      std::vector<std::vector<KernelMember>> tails;
+      size_t tailOps =
+          !products.empty() && options.cacheTails ? cacheTailsAt(ops, j, m, products, &tails) : 0;
+      if (tailOps > 0) {
+        for (size_t p = 0; p < products.size(); ++p)
+          launches.push_back(chainLaunch(&m, ops[products[p]], tails[p], p == 0));
+        i = j + tailOps;
+        continue;
       }
       if (!products.empty()) {
         // An epilogue after the group chains from one product: launch that one last (the others
@@ -272,6 +354,13 @@ std::vector<Launch> planLaunches(const Kernel &kernel) {
     ++i;
   }
   return launches;
+}
+
+bool hasCacheTail(const Launch &launch) {
+  for (const codegen::OpShape &m : launch.spec.epilogue)
+    if (m.kind == OpKind::Rope || m.kind == OpKind::CopyBufferOffset)
+      return true;
+  return false;
 }
 
 bool attentionUniform(absl::Span<const KernelMember> headMembers,

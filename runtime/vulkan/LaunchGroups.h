@@ -7,7 +7,8 @@
 // every condition the generated code relies on; whatever does not match runs as single-op
 // launches. A horizontal group (Q, K, V after one rms_norm) becomes one launch per projection,
 // each recomputing the norm, only the first storing it: launches on distinct slots need no
-// barrier between them, so they overlap on the device.
+// barrier between them, so they overlap on the device. The rope and KV-cache copies after such a
+// group become the projections' epilogues (LaunchOptions::cacheTails).
 //
 // Plain C++ (no Vulkan, no MLIR): the matching is unit-tested on its own.
 #ifndef SINTER_RUNTIME_VULKAN_LAUNCHGROUPS_H
@@ -43,8 +44,18 @@ struct Launch {
   std::array<uint32_t, 6> attentionWords{};
 };
 
+struct LaunchOptions {
+  /// A horizontal group's rope and KV-cache copies become epilogues of its projections: Q's
+  /// launch rotates its rows, K's rotates and also stores them into the K cache, V's also stores
+  /// into the V cache (no rope, no copy launches). Off: they launch on their own.
+  bool cacheTails = true;
+};
+
 /// The launches of `kernel`, in an order that computes what its members do in sequence.
-std::vector<Launch> planLaunches(const Kernel &kernel);
+std::vector<Launch> planLaunches(const Kernel &kernel, const LaunchOptions &options = {});
+
+/// True when a launch has a rope or copy_buffer_offset epilogue (LaunchOptions::cacheTails).
+bool hasCacheTail(const Launch &launch);
 
 /// For an Attention launch's headMembers: true when every head's seq_len (and softmax size)
 /// bound for this run equals head 0's, so the generated kernel computes what the members would.

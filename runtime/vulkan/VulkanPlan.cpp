@@ -864,37 +864,51 @@ absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const Kerne
   for (size_t k = 0; k < program.kernels.size(); ++k) {
     const Kernel &kernel = program.kernels[k];
     std::vector<Launch> launches;
-    if (kernel.ops.size() > 1)
-      launches = planLaunches(kernel);
-    // A fused launch the generator cannot build sends the whole kernel back to its members.
-    std::vector<const Built *> fusedBuilt(launches.size(), nullptr);
-    std::vector<StepAccesses> fusedAccess(launches.size());
-    for (size_t l = 0; l < launches.size(); ++l) {
-      if (launches[l].kind == Launch::Kind::Single)
-        continue;
-      const Built &built = kernelFor(launches[l].spec);
+    std::vector<const Built *> fusedBuilt;
+    std::vector<StepAccesses> fusedAccess;
+    // A fused launch the generator cannot build: the kernel is planned again without rope and
+    // cache-copy epilogues when it had them, else it goes back to its members.
+    for (int attempt = 0; attempt < 2 && kernel.ops.size() > 1; ++attempt) {
+      LaunchOptions launchOptions;
+      launchOptions.cacheTails = attempt == 0;
+      launches = planLaunches(kernel, launchOptions);
+      bool tails = std::any_of(launches.begin(), launches.end(), hasCacheTail);
+      fusedBuilt.assign(launches.size(), nullptr);
+      fusedAccess.assign(launches.size(), StepAccesses{});
       std::string why;
-      if (!built.status.ok())
-        why = std::string(built.status.message());
-      else if (!launchAccesses(launches[l], &fusedAccess[l]))
-        why = "it touches more buffers than a step tracks";
-      if (why.empty()) {
-        fusedBuilt[l] = &built;
-        continue;
+      size_t failed = 0;
+      bool compiled = true;
+      for (size_t l = 0; l < launches.size() && why.empty(); ++l) {
+        if (launches[l].kind == Launch::Kind::Single)
+          continue;
+        const Built &built = kernelFor(launches[l].spec);
+        if (!built.status.ok())
+          why = std::string(built.status.message());
+        else if (!launchAccesses(launches[l], &fusedAccess[l]))
+          why = "it touches more buffers than a step tracks";
+        if (why.empty())
+          fusedBuilt[l] = &built;
+        failed = l;
+        compiled = built.status.ok();
       }
-      if (options_.logFallbacks && loggedFallbacks_.emplace(kernel.name, true).second)
-        std::fprintf(stderr,
-                     "sinter: vulkan: fused kernel '%s' %s (kernel %s: %s); its %zu member ops "
-                     "run as single-op kernels\n",
-                     kernel.name.c_str(),
-                     built.status.ok() ? "cannot be launched" : "failed to compile",
-                     launches[l].spec.name().c_str(), why.c_str(), kernel.ops.size());
+      if (why.empty())
+        break;
+      if (options_.logFallbacks &&
+          loggedFallbacks_.emplace(kernel.name + (tails ? "/tails" : ""), true).second)
+        std::fprintf(
+            stderr, "sinter: vulkan: fused kernel '%s' %s (kernel %s: %s); %s\n",
+            kernel.name.c_str(), compiled ? "cannot be launched" : "failed to compile",
+            launches[failed].spec.name().c_str(), why.c_str(),
+            tails ? "its rope and cache copies launch on their own"
+                  : absl::StrCat("its ", kernel.ops.size(), " member ops run as single-op kernels")
+                        .c_str());
       {
         absl::MutexLock lock(&shared_->mu);
         ++shared_->stats.fusedFallbacks;
       }
       launches.clear();
-      break;
+      if (!tails)
+        break;
     }
     if (launches.empty())
       for (const KernelMember &member : kernel.ops) {

@@ -8,8 +8,9 @@
 // order, MASK (binary or decimal) marks those read at run time. The output is a header of
 // comment lines (kernel name, workgroup size, bindings, push constants) and spirv-dis's text.
 // Fused kernels: --rms-prologue puts an rms_norm of n_cols elements before a quantized_matmul,
-// --epilogue chains element-wise ops after it; --attention makes an attn_score the anchor of the
-// attention kernel over heads (softmax and attn_value of the same head_dim as its epilogue).
+// --epilogue chains element-wise ops after it, or a projection's rope and cache copy; --attention
+// makes an attn_score the anchor of the attention kernel over heads (softmax and attn_value of the
+// same head_dim as its epilogue).
 // --int-dot builds for a device with integer dot products (32 KB of workgroup memory).
 #include <cstdio>
 #include <cstdlib>
@@ -110,13 +111,14 @@ int main(int argc, char **argv) {
     } else if (const char *v = value("--epilogue=")) {
       for (absl::string_view name : absl::StrSplit(v, ',', absl::SkipEmpty())) {
         bool known = false;
-        for (OpKind kind : {OpKind::Silu, OpKind::Add, OpKind::ElementMul})
+        for (OpKind kind : {OpKind::Silu, OpKind::Add, OpKind::ElementMul, OpKind::Rope,
+                            OpKind::CopyBufferOffset})
           if (name == opInfo(kind).name) {
             epilogue.push_back(kind);
             known = true;
           }
         if (!known)
-          return usage("an epilogue op is silu, add or element_mul");
+          return usage("an epilogue op is silu, add, element_mul, rope or copy_buffer_offset");
       }
     } else if (numInts < info.numInts) {
       op.ints[numInts++] = std::strtoull(argv[a], nullptr, 10);
@@ -129,12 +131,18 @@ int main(int argc, char **argv) {
   if (rmsPrologue)
     spec.prologue.push_back(
         codegen::shapeOf(ops::rmsNorm(b, b, b, uint32_t(op.ints[1]), 1e-5f), 0));
+  // rope: head_dim 128 and a run-time pos (a projection's tail); copy_buffer_offset: the rows
+  // into a cache at a run-time dst_offset.
+  const uint32_t rows = uint32_t(op.ints[0]);
   for (OpKind kind : epilogue)
     spec.epilogue.push_back(
-        codegen::shapeOf(kind == OpKind::Silu  ? ops::silu(b, b, uint32_t(op.ints[0]))
-                         : kind == OpKind::Add ? ops::add(b, b, b, uint32_t(op.ints[0]))
-                                               : ops::elementMul(b, b, b, uint32_t(op.ints[0])),
-                         0));
+        kind == OpKind::Rope ? codegen::shapeOf(ops::rope(b, b, 0, 128, 1e4f, rows / 128, 0), 0b1)
+        : kind == OpKind::CopyBufferOffset
+            ? codegen::shapeOf(ops::copyBufferOffset(b, b, 0, 0, 4 * rows), 0b10)
+            : codegen::shapeOf(kind == OpKind::Silu  ? ops::silu(b, b, rows)
+                               : kind == OpKind::Add ? ops::add(b, b, b, rows)
+                                                     : ops::elementMul(b, b, b, rows),
+                               0));
   if (attention) {
     uint32_t headDim = uint32_t(op.ints[0]);
     spec.epilogue = {codegen::shapeOf(ops::softmax(b, b, 1), 0b1),

@@ -154,11 +154,14 @@ protected:
   /// Runs the fused kernel of `members` (prologue, anchor at `anchor`, epilogue; slot handles)
   /// and the reference of each member in order on equal buffers; slots in `poisoned` start as
   /// poison (the outputs), the others random, and every written range is compared by NMSE.
+  /// `paramMasks[m]`: member m's integers read at run time (default none).
   void checkFused(const std::vector<OpCall> &members, size_t anchor,
-                  const std::vector<uint32_t> &poisoned, const std::string &what) {
+                  const std::vector<uint32_t> &poisoned, const std::string &what,
+                  const std::vector<uint8_t> &paramMasks = {}) {
     codegen::KernelSpec spec;
     for (size_t m = 0; m < members.size(); ++m) {
-      codegen::OpShape shape = codegen::shapeOf(members[m], 0);
+      codegen::OpShape shape =
+          codegen::shapeOf(members[m], m < paramMasks.size() ? paramMasks[m] : 0);
       if (m < anchor)
         spec.prologue.push_back(shape);
       else if (m == anchor)
@@ -651,6 +654,53 @@ TEST_F(SpirvKernelTest, FusedQuantizedMatmulEpilogues) {
              1, {2, 4, 6}, "rms_norm -> quantized_matmul -> add");
 }
 
+// The tails of the projections that feed the KV cache (runtime/vulkan/LaunchGroups.cpp): rope of
+// the product's rows only (rope(q = out, k = out, n_heads_k = 0), as the runtime launches it),
+// then a copy of the rotated rows into a cache at a byte offset, aligned or not (neighbouring
+// rows then share words: the bytes around the range must not change). pos and dst_offset are
+// run-time integers, as in a decode.
+TEST_F(SpirvKernelTest, FusedRopeAndCacheCopyEpilogues) {
+  const uint8_t posParam = 0b1, dstParam = 0b10;
+  for (int schedule : {0, 1, 2}) {
+    split_ = schedule >= 1;
+    intDot_ = schedule == 2;
+    std::string how = split_ ? (intDot_ ? " int8 x" : " split") : " pairs";
+    for (uint32_t pos : {0u, 7u, 300u})
+      for (uint32_t dst : {0u, 4u * 192u, 6u, 4u * 192u + 1u}) {
+        const uint32_t heads = 3, dim = 64, rows = heads * dim, cols = 256;
+        std::string what = "rms_norm -> Q4_0 product -> rope -> cache copy, pos " + str(pos) +
+                           " dst_offset " + str(dst) + how;
+        checkFused({ops::rmsNorm(slot(0), slot(1), slot(2), cols, 1e-5f),
+                    ops::quantizedMatmul(slot(3), slot(2), slot(4), rows, cols, DType::Q4_0),
+                    ops::rope(slot(4), slot(4), pos, dim, 10000.0f, heads, 0),
+                    ops::copyBufferOffset(slot(4), slot(5), 0, dst, 4 * rows)},
+                   1, {2, 4}, what, {0, 0, posParam, dstParam});
+      }
+    // Formats whose schedule has one row a cluster take two under a rope epilogue.
+    for (DType dtype : {DType::F32, DType::F16, DType::Q4_K})
+      checkFused({ops::rmsNorm(slot(0), slot(1), slot(2), 256, 1e-5f),
+                  ops::quantizedMatmul(slot(3), slot(2), slot(4), 192, 256, dtype),
+                  ops::rope(slot(4), slot(4), 33, 64, 10000.0f, 3, 0),
+                  ops::copyBufferOffset(slot(4), slot(5), 0, 10, 4 * 192)},
+                 1, {2, 4},
+                 std::string("rms_norm -> ") + dtypeName(dtype) + " product -> rope" + how,
+                 {0, 0, posParam, dstParam});
+    // F32 rows of 250 columns: the columns past the last whole pseudo-block, on two rows.
+    checkFused({ops::rmsNorm(slot(0), slot(1), slot(2), 250, 1e-5f),
+                ops::quantizedMatmul(slot(3), slot(2), slot(4), 64, 250, DType::F32),
+                ops::rope(slot(4), slot(4), 9, 16, 10000.0f, 4, 0)},
+               1, {2, 4}, "rms_norm -> F32 product of 250 columns -> rope" + how, {0, 0, posParam});
+    // Rope alone (Q's tail, a Q8_0 product without a norm) and the copy alone (V's tail).
+    checkFused({ops::quantizedMatmul(slot(0), slot(1), slot(2), 128, 512, DType::Q8_0),
+                ops::rope(slot(2), slot(2), 4095, 128, 500000.0f, 1, 0)},
+               0, {2}, "Q8_0 product -> rope, head_dim 128" + how, {0, posParam});
+    checkFused({ops::quantizedMatmul(slot(0), slot(1), slot(2), 70, 256, DType::Q4_0),
+                ops::copyBufferOffset(slot(2), slot(3), 0, 4 * 70 * 5 + 2, 4 * 70)},
+               0, {2}, "Q4_0 product -> cache copy" + how, {0, dstParam});
+  }
+  split_ = intDot_ = true;
+}
+
 TEST_F(SpirvKernelTest, AttentionOverHeads) {
   // One workgroup a head (attnsplit=1), then the default split.
   attentionSplits_ = 1;
@@ -707,8 +757,28 @@ TEST_F(SpirvKernelTest, IntegersFromAParameterBuffer) {
 TEST_F(SpirvKernelTest, UnsupportedFusionIsUnimplemented) {
   codegen::KernelSpec spec =
       codegen::singleOpSpec(ops::quantizedMatmul(slot(0), slot(1), slot(2), 8, 64, DType::Q4_0), 0);
-  spec.epilogue.push_back(codegen::shapeOf(ops::rope(slot(2), slot(3), 1, 8, 1e4f, 1, 0), 0));
+  spec.epilogue.push_back(codegen::shapeOf(ops::softmax(slot(2), slot(2), 8), 0));
   absl::StatusOr<SpirvKernel> k = codegen::buildSpirvKernel(spec, target());
+  ASSERT_FALSE(k.ok());
+  EXPECT_EQ(k.status().code(), absl::StatusCode::kUnimplemented) << k.status();
+  EXPECT_NE(k.status().message().find("a softmax epilogue"), std::string::npos) << k.status();
+  // A rope epilogue needs both rows of a pair in one invocation: not with every invocation of a
+  // workgroup on its own row (wgrows=N) ...
+  spec = codegen::singleOpSpec(ops::quantizedMatmul(slot(0), slot(1), slot(2), 8, 256, DType::Q4_0),
+                               0);
+  spec.epilogue.push_back(codegen::shapeOf(ops::rope(slot(2), slot(2), 1, 8, 1e4f, 1, 0), 0));
+  workgroupRows_ = 4;
+  k = codegen::buildSpirvKernel(spec, target());
+  workgroupRows_ = 0;
+  ASSERT_FALSE(k.ok());
+  EXPECT_EQ(k.status().code(), absl::StatusCode::kUnimplemented) << k.status();
+  EXPECT_NE(k.status().message().find("pairs of rows"), std::string::npos) << k.status();
+  // ... and nothing after the copy into the cache.
+  spec =
+      codegen::singleOpSpec(ops::quantizedMatmul(slot(0), slot(1), slot(2), 8, 64, DType::Q4_0), 0);
+  spec.epilogue.push_back(codegen::shapeOf(ops::copyBufferOffset(slot(2), slot(3), 0, 0, 32), 0));
+  spec.epilogue.push_back(codegen::shapeOf(ops::silu(slot(2), slot(4), 8), 0));
+  k = codegen::buildSpirvKernel(spec, target());
   ASSERT_FALSE(k.ok());
   EXPECT_EQ(k.status().code(), absl::StatusCode::kUnimplemented) << k.status();
 }

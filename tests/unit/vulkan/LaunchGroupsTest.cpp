@@ -25,16 +25,28 @@ Kernel kernelOf(const std::vector<OpCall> &ops) {
 
 using Kind = Launch::Kind;
 
+// rms_norm(x=0, g=1, xn=2) -> Q, K, V (W 3/5/7 -> 4/6/8) -> rope -> K and V into their caches
+// (9, 10), plus `extra` ops after.
+Kernel projectionGroup(std::vector<OpCall> extra = {}) {
+  std::vector<OpCall> ops{ops::rmsNorm(slot(0), slot(1), slot(2), 256, 1e-5f),
+                          ops::quantizedMatmul(slot(3), slot(2), slot(4), 256, 256, DType::Q4_0),
+                          ops::quantizedMatmul(slot(5), slot(2), slot(6), 64, 256, DType::Q4_0),
+                          ops::quantizedMatmul(slot(7), slot(2), slot(8), 64, 256, DType::Q4_0),
+                          ops::rope(slot(4), slot(6), 3, 64, 1e4f, 4, 1),
+                          ops::copyBufferOffset(slot(6), slot(9), 0, 1024, 256),
+                          ops::copyBufferOffset(slot(8), slot(10), 0, 1024, 256)};
+  ops.insert(ops.end(), extra.begin(), extra.end());
+  return kernelOf(ops);
+}
+
+uint32_t slotOf(const KernelMember &m, int operand) {
+  return Trace::slotOf(m.entry.op.buffers[operand]);
+}
+
 TEST(LaunchGroupsTest, HorizontalProjectionsEachTakeTheNormOnlyTheFirstStoresIt) {
-  // rms_norm(x=0, g=1, xn=2) -> Q, K, V (W 3/5/7 -> 4/6/8) -> rope -> two KV writes.
-  Kernel k = kernelOf({ops::rmsNorm(slot(0), slot(1), slot(2), 256, 1e-5f),
-                       ops::quantizedMatmul(slot(3), slot(2), slot(4), 256, 256, DType::Q4_0),
-                       ops::quantizedMatmul(slot(5), slot(2), slot(6), 64, 256, DType::Q4_0),
-                       ops::quantizedMatmul(slot(7), slot(2), slot(8), 64, 256, DType::Q4_0),
-                       ops::rope(slot(4), slot(6), 3, 64, 1e4f, 4, 1),
-                       ops::copyBufferOffset(slot(6), slot(9), 0, 1024, 256),
-                       ops::copyBufferOffset(slot(8), slot(10), 0, 1024, 256)});
-  std::vector<Launch> l = planLaunches(k);
+  LaunchOptions separate;
+  separate.cacheTails = false;
+  std::vector<Launch> l = planLaunches(projectionGroup(), separate);
   ASSERT_EQ(l.size(), 6u);
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(l[i].kind, Kind::Chain);
@@ -42,10 +54,94 @@ TEST(LaunchGroupsTest, HorizontalProjectionsEachTakeTheNormOnlyTheFirstStoresIt)
     EXPECT_EQ(l[i].members[0].entry.op.kind, OpKind::RmsNorm);
     EXPECT_EQ(l[i].spec.prologue.size(), 1u);
     EXPECT_EQ(l[i].spec.unstoredOutputs, i == 0 ? 0u : 1u) << "launch " << i;
+    EXPECT_FALSE(hasCacheTail(l[i]));
   }
-  EXPECT_EQ(Trace::slotOf(l[1].members[1].entry.op.buffers[2]), 6u);
+  EXPECT_EQ(slotOf(l[1].members[1], 2), 6u);
   for (int i = 3; i < 6; ++i)
     EXPECT_EQ(l[i].kind, Kind::Single);
+}
+
+TEST(LaunchGroupsTest, RopeAndCacheCopiesBecomeTheProjectionsEpilogues) {
+  std::vector<Launch> l = planLaunches(projectionGroup());
+  ASSERT_EQ(l.size(), 3u);
+  // Q: norm, product, rope of Q's 4 heads only (k = q, no k heads).
+  ASSERT_EQ(l[0].members.size(), 3u);
+  const OpCall &ropeQ = l[0].members[2].entry.op;
+  EXPECT_EQ(ropeQ.kind, OpKind::Rope);
+  EXPECT_EQ(slotOf(l[0].members[2], 0), 4u);
+  EXPECT_EQ(slotOf(l[0].members[2], 1), 4u);
+  EXPECT_EQ(ropeQ.ints[2], 4u);
+  EXPECT_EQ(ropeQ.ints[3], 0u);
+  EXPECT_EQ(ropeQ.ints[0], 3u) << "pos";
+  // K: norm, product, rope of K's head, copy into the K cache.
+  ASSERT_EQ(l[1].members.size(), 4u);
+  EXPECT_EQ(slotOf(l[1].members[2], 0), 6u);
+  EXPECT_EQ(slotOf(l[1].members[2], 1), 6u);
+  EXPECT_EQ(l[1].members[2].entry.op.ints[2], 1u);
+  EXPECT_EQ(l[1].members[3].entry.op.kind, OpKind::CopyBufferOffset);
+  EXPECT_EQ(slotOf(l[1].members[3], 1), 9u);
+  // V: norm, product, copy into the V cache.
+  ASSERT_EQ(l[2].members.size(), 3u);
+  EXPECT_EQ(l[2].members[2].entry.op.kind, OpKind::CopyBufferOffset);
+  EXPECT_EQ(slotOf(l[2].members[2], 1), 10u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(l[i].kind, Kind::Chain);
+    EXPECT_TRUE(hasCacheTail(l[i]));
+    EXPECT_EQ(l[i].spec.unstoredOutputs, i == 0 ? 0u : 1u) << "launch " << i;
+    EXPECT_EQ(l[i].spec.epilogue.size(), l[i].members.size() - 2);
+  }
+  // An op after the group is left to its own launch.
+  l = planLaunches(projectionGroup({ops::silu(slot(4), slot(11), 256)}));
+  ASSERT_EQ(l.size(), 4u);
+  EXPECT_EQ(l[3].kind, Kind::Single);
+}
+
+TEST(LaunchGroupsTest, CacheCopiesThatAreNotAWholeProjectionStayApart) {
+  auto base = [](std::vector<OpCall> tail) {
+    std::vector<OpCall> ops{ops::rmsNorm(slot(0), slot(1), slot(2), 256, 1e-5f),
+                            ops::quantizedMatmul(slot(3), slot(2), slot(4), 256, 256, DType::Q4_0),
+                            ops::quantizedMatmul(slot(5), slot(2), slot(6), 64, 256, DType::Q4_0)};
+    ops.insert(ops.end(), tail.begin(), tail.end());
+    return planLaunches(kernelOf(ops));
+  };
+  // Part of a projection, from an offset, into a buffer the group reads (x, the norm's
+  // weight, a weight), or a second copy of one projection: launched on their own.
+  for (const OpCall &copy : {ops::copyBufferOffset(slot(6), slot(9), 0, 0, 128),
+                             ops::copyBufferOffset(slot(6), slot(9), 4, 0, 252),
+                             ops::copyBufferOffset(slot(6), slot(0), 0, 0, 256),
+                             ops::copyBufferOffset(slot(6), slot(1), 0, 0, 256),
+                             ops::copyBufferOffset(slot(6), slot(3), 0, 0, 256),
+                             ops::copyBufferOffset(slot(6), slot(4), 0, 0, 256),
+                             ops::copyBufferOffset(slot(9), slot(10), 0, 0, 256)}) {
+    std::vector<Launch> l = base({copy});
+    ASSERT_EQ(l.size(), 3u) << describeOp(copy);
+    EXPECT_FALSE(hasCacheTail(l[0]) || hasCacheTail(l[1])) << describeOp(copy);
+    EXPECT_EQ(l[2].kind, Kind::Single) << describeOp(copy);
+  }
+  std::vector<Launch> l = base({ops::copyBufferOffset(slot(6), slot(9), 0, 0, 256),
+                                ops::copyBufferOffset(slot(6), slot(10), 0, 0, 256)});
+  ASSERT_EQ(l.size(), 3u);
+  EXPECT_TRUE(hasCacheTail(l[1]));
+  EXPECT_EQ(l[2].kind, Kind::Single) << "one copy a projection";
+  // Two copies into one cache: the second stays apart.
+  l = base({ops::copyBufferOffset(slot(4), slot(9), 0, 0, 1024),
+            ops::copyBufferOffset(slot(6), slot(9), 0, 1024, 256)});
+  ASSERT_EQ(l.size(), 3u);
+  EXPECT_TRUE(hasCacheTail(l[0]));
+  EXPECT_EQ(l[2].kind, Kind::Single);
+  // A rope whose heads do not cover the projections' rows is not split, and the copies behind
+  // it stay behind it.
+  l = base({ops::rope(slot(4), slot(6), 3, 64, 1e4f, 2, 1),
+            ops::copyBufferOffset(slot(6), slot(9), 0, 0, 256)});
+  ASSERT_EQ(l.size(), 4u);
+  EXPECT_EQ(l[2].members[0].entry.op.kind, OpKind::Rope);
+  EXPECT_EQ(l[3].members[0].entry.op.kind, OpKind::CopyBufferOffset);
+  // A copy whose destination offset is a run-time parameter is still taken (the kernel reads it).
+  Kernel k = projectionGroup();
+  k.ops[5].paramOf[1] = 0;
+  l = planLaunches(k);
+  ASSERT_EQ(l.size(), 3u);
+  EXPECT_EQ(l[1].members[3].paramOf[1], 0);
 }
 
 TEST(LaunchGroupsTest, ANormWritingItsInputOrWeightIsNotAPrologue) {

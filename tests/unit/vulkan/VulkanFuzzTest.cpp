@@ -195,8 +195,59 @@ TEST_P(VulkanSyntheticDecode, LogitsAgreeWithTheReference) {
   }
   runtime::vulkan::VulkanCompilerStats s = stats->get();
   EXPECT_EQ(s.fusedFallbacks, 0u);
-  // Per layer 8 fused launches of 9 (rope alone), plus the final norm and classifier.
+  // Per layer 8 fused launches (Q, K, V with rope and the cache writes as epilogues, attention,
+  // wo, up, gate, down), plus the final norm and classifier; besides them only the embedding
+  // row's copy kernel.
   EXPECT_EQ(s.fusedDispatches, (8u * w->config.nLayers + 1) * s.runs);
+  EXPECT_LE(s.dispatches, s.fusedDispatches + s.runs);
+}
+
+// A generator that cannot build the projections' rope and cache-write epilogues: the kernel is
+// planned again with rope and the copies launched on their own (not all its members), and the
+// decode still agrees with the reference.
+TEST_F(VulkanFuzzTest, ProjectionTailsThatDoNotBuildLaunchOnTheirOwn) {
+  model::SyntheticOptions so;
+  so.dtype = DType::Q8_0;
+  absl::StatusOr<model::ModelWeights> w = model::generatePreset("micro", so);
+  ASSERT_TRUE(w.ok()) << w.status();
+  auto stats = std::make_shared<runtime::vulkan::VulkanStatsSink>();
+  auto rejected = std::make_shared<std::atomic<uint32_t>>(0);
+  BackendOptions o;
+  o.kind = "vulkan";
+  o.fusion = true;
+  VulkanBackendOptions v;
+  v.device = shared().device;
+  v.builder =
+      [inner = shared().precise,
+       rejected](const codegen::KernelSpec &spec) -> absl::StatusOr<runtime::vulkan::VulkanKernel> {
+    for (const codegen::OpShape &m : spec.epilogue)
+      if (m.kind == OpKind::Rope || m.kind == OpKind::CopyBufferOffset) {
+        ++*rejected;
+        return absl::UnimplementedError("test: no projection tails");
+      }
+    return inner(spec);
+  };
+  v.stats = stats;
+  v.logFallbacks = false;
+  absl::StatusOr<std::unique_ptr<ComputeBackend>> fused = createVulkanBackend(o, v);
+  ASSERT_TRUE(fused.ok()) << fused.status();
+  std::unique_ptr<ComputeBackend> reference = *createBackend(BackendOptions{});
+  auto a = model::Decoder::create(**fused, *w);
+  auto b = model::Decoder::create(*reference, *w);
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::vector<float> got(w->config.vocabSize), want(w->config.vocabSize);
+  for (uint32_t pos = 0; pos < 6; ++pos) {
+    uint32_t token = (pos * 37 + 5) % w->config.vocabSize;
+    ASSERT_TRUE((*a)->step(token, pos, absl::MakeSpan(got)).ok());
+    ASSERT_TRUE((*b)->step(token, pos, absl::MakeSpan(want)).ok());
+    EXPECT_TRUE(test::nmseWithin<float>(got, want, test::kF32Tolerance)) << "position " << pos;
+  }
+  EXPECT_GT(rejected->load(), 0u);
+  runtime::vulkan::VulkanCompilerStats s = stats->get();
+  EXPECT_GT(s.fusedFallbacks, 0u);
+  // Still 8 fused launches a layer (the norm and the projections), rope launched on its own.
+  EXPECT_EQ(s.fusedDispatches, (8u * w->config.nLayers + 1) * s.runs);
+  EXPECT_GE(s.dispatches, s.fusedDispatches + w->config.nLayers * s.runs) << "rope";
 }
 
 // Attention split over the positions (attnsplit=4, scratch and an atomic merge per head) agrees

@@ -328,7 +328,6 @@ void emitWorkgroupRowsQMatmul(Emitter &e, const OpShape &op, Value x4, Value g4,
   });
 }
 
-
 // copy_buffer_offset(src = the anchor's out, dst, src_offset = 0, dst_offset, size = 4 n_rows)
 // as an epilogue (the runtime checks the constants): row `row`'s value `v` goes to dst's bytes
 // [dst_offset + 4 row, + 4) too. At an unaligned dst_offset the value straddles two words whose

@@ -498,12 +498,12 @@ absl::StatusOr<SpirvKernel> buildSpirvKernel(const KernelSpec &spec, const Spirv
 
   spv::KernelPlan plan = spv::planSpec(spec, target);
   // A rope epilogue rotates pairs of rows: both must end in the invocation that stores them.
-  bool ropeEpilogue = !spec.epilogue.empty() && spec.epilogue[0].kind == OpKind::Rope &&
-                      !spec.attentionOverHeads;
+  bool ropeEpilogue =
+      !spec.epilogue.empty() && spec.epilogue[0].kind == OpKind::Rope && !spec.attentionOverHeads;
   if (ropeEpilogue && (plan.workgroupRows || plan.rowsPerSubgroup % 2 != 0))
     return absl::UnimplementedError(absl::StrCat(
-        "no fused SPIR-V kernel for a rope epilogue on a schedule of ",
-        plan.rowsPerSubgroup, plan.workgroupRows ? " rows a workgroup" : " row(s) a cluster",
+        "no fused SPIR-V kernel for a rope epilogue on a schedule of ", plan.rowsPerSubgroup,
+        plan.workgroupRows ? " rows a workgroup" : " row(s) a cluster",
         " (it needs pairs of rows in one invocation)"));
   mlir::gpu::GPUFuncOp func = createKernelFunc(b, *module, plan, target.paramsInBuffer);
   b.setInsertionPointToStart(&func.getBody().front());

@@ -234,9 +234,18 @@ void BM_VulkanDecode(benchmark::State &state, std::string preset, Mode mode) {
   state.counters["kernel_ms"] = (vkAfter.kernelSeconds - vkBefore.kernelSeconds) * 1e3 / tokens;
   state.counters["plan_misses"] = double(after.cache.misses - before.cache.misses);
   state.counters["replays_per_token"] = double(vkAfter.replays - vkBefore.replays) / tokens;
+  // Where a token's time goes on the host: waiting for the plans' fences, and the rest (the
+  // decoder's calls, keying the trace, resolving and recording or replaying commands, the logits'
+  // read-back); with timestamps also the time before the submission.
+  const double waitUs = (vkAfter.waitSeconds - vkBefore.waitSeconds) * 1e6 / tokens;
+  state.counters["wait_us_per_token"] = waitUs;
+  state.counters["outside_wait_us_per_token"] = seconds * 1e6 / tokens - waitUs;
   if (vkAfter.recordSeconds > vkBefore.recordSeconds) // timestamps on (SINTER_STATS=1)
     state.counters["host_us_per_token"] =
         (vkAfter.recordSeconds - vkBefore.recordSeconds) * 1e6 / tokens;
+  if (vkAfter.spanSeconds > vkBefore.spanSeconds)
+    state.counters["span_us_per_token"] =
+        (vkAfter.spanSeconds - vkBefore.spanSeconds) * 1e6 / tokens;
 }
 
 void registerAll() {

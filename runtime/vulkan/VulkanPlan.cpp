@@ -282,9 +282,18 @@ private:
   /// When the run began, and the host's time from then to its last submission.
   std::chrono::steady_clock::time_point recordStart_;
   double hostSeconds_ = 0;
+  /// The host's time from handing command buffers to the queue to their fences signalling.
+  double waitSeconds_ = 0;
+  std::chrono::steady_clock::time_point submitTime_;
   void markSubmit() {
-    hostSeconds_ =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - recordStart_).count();
+    submitTime_ = std::chrono::steady_clock::now();
+    hostSeconds_ = std::chrono::duration<double>(submitTime_ - recordStart_).count();
+  }
+  absl::Status timedSubmit(VkCommandBuffer cmd) {
+    absl::Status s = device_->submitAndWait(cmd);
+    waitSeconds_ +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - submitTime_).count();
+    return s;
   }
 };
 
@@ -338,7 +347,7 @@ absl::Status VulkanPlanImpl::submitCommands(size_t endStep, bool keep) {
       push_ == replayPush_) {
     ++replays_;
     markSubmit();
-    s = device_->submitAndWait(replayCmd_);
+    s = timedSubmit(replayCmd_);
     if (!s.ok()) {
       device_->freeCommands(std::exchange(replayCmd_, VK_NULL_HANDLE));
       replayCommands_.clear();
@@ -352,7 +361,7 @@ absl::Status VulkanPlanImpl::submitCommands(size_t endStep, bool keep) {
       s = vkStatus(vkEndCommandBuffer(*cmd), "vkEndCommandBuffer");
       markSubmit();
       if (s.ok())
-        s = device_->submitAndWait(*cmd);
+        s = timedSubmit(*cmd);
       if (s.ok() && keep) {
         device_->freeCommands(std::exchange(replayCmd_, *cmd));
         replayCommands_.swap(commands_);
@@ -562,6 +571,7 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
   recordStart_ = std::chrono::steady_clock::now();
   barriers_ = submissions_ = copies_ = uploads_ = dispatched_ = fusedDispatched_ = 0;
   recordings_ = replays_ = 0;
+  waitSeconds_ = 0;
   uint64_t messagesBefore = checkValidation_ ? device_->validationLog().count : 0;
   DescriptorCache &descriptors = device_->descriptors();
   descriptors.invalidateIfBuffersDestroyed(device_->memory().destroyedBlocks());
@@ -679,6 +689,7 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
     st.barriers += barriers_;
     st.recordings += recordings_;
     st.replays += replays_;
+    st.waitSeconds += waitSeconds_;
   }
   if (checkValidation_) {
     ValidationLog log = device_->validationLog();

@@ -95,6 +95,8 @@ struct VulkanCompilerStats {
   /// end (gaps included), and their host time recording command buffers.
   double spanSeconds = 0;
   double recordSeconds = 0;
+  /// The runs' host time from submitting to the fence signalling (always measured).
+  double waitSeconds = 0;
   /// Command buffers recorded by runs, and runs that submitted the command buffer an earlier
   /// run recorded (same buffers, grids and barriers; only the parameter words written anew).
   uint64_t recordings = 0;

@@ -167,7 +167,11 @@ absl::Status LazyBackend::copyFromDevice(BufferHandle handle, absl::Span<uint8_t
   absl::Status deferred = std::exchange(deferredError_, absl::OkStatus());
   SINTER_RETURN_IF_ERROR(deferred);
   SINTER_RETURN_IF_ERROR(fault::check(fault::Site::HostRead, "copy_from_device")); // tests only
-  return memory_->read(handle, data);
+  auto start = std::chrono::steady_clock::now();
+  absl::Status read = memory_->read(handle, data);
+  stats_.readSeconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return read;
 }
 
 absl::Status LazyBackend::synchronize() {
@@ -189,12 +193,20 @@ absl::Status LazyBackend::flushLocked(const char *why) {
     releasePendingFrees();
     return deferredError_;
   }
-  auto start = std::chrono::steady_clock::now();
+  using Clock = std::chrono::steady_clock;
+  auto seconds = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+  };
+  auto start = Clock::now();
+  if (lastFlushEnd_)
+    stats_.betweenFlushSeconds += seconds(*lastFlushEnd_, start);
   size_t numEntries = trace_.entries.size();
   if (options_.onFlush)
     options_.onFlush(trace_, slotHandles_);
   absl::Status status;
   absl::StatusOr<PlanCache::Lookup> lookup = cache_.lookup(trace_);
+  auto found = Clock::now();
+  stats_.lookupSeconds += seconds(start, found);
   size_t kernels = 0;
   if (!lookup.ok()) {
     status = absl::Status(lookup.status().code(),
@@ -214,8 +226,11 @@ absl::Status LazyBackend::flushLocked(const char *why) {
       args.slotDevice = slotDevice;
     kernels = lookup->plan->numKernels();
     absl::Status run = fault::check(fault::Site::FlushAllocate, "flush"); // tests only
-    if (run.ok())
+    if (run.ok()) {
+      auto begin = Clock::now();
       run = lookup->plan->run(args);
+      stats_.runSeconds += seconds(begin, Clock::now());
+    }
     if (!run.ok())
       status = absl::Status(
           run.code(), absl::StrCat("deferred work failed (flush at ", why, "): ", run.message()));
@@ -244,6 +259,7 @@ absl::Status LazyBackend::flushLocked(const char *why) {
   releasePendingFrees();
   if (!status.ok() && deferredError_.ok())
     deferredError_ = status;
+  lastFlushEnd_ = Clock::now();
   return deferredError_;
 }
 

@@ -10,9 +10,11 @@
 #ifndef SINTER_RUNTIME_LAZYBACKEND_H
 #define SINTER_RUNTIME_LAZYBACKEND_H
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,16 @@ struct LazyStats {
   uint64_t sizeLimitFlushes = 0;
   uint64_t deferredFrees = 0;
   PlanCacheStats cache;
+  /// Host time of the flushes: finding the plan (keying the trace, comparing it with the cached
+  /// one, taking its parameters), and running it (Plan::run: for a device, resolving and
+  /// submitting the commands and waiting for them).
+  double lookupSeconds = 0;
+  double runSeconds = 0;
+  /// Host time from the end of one flush to the start of the next: the engine's own work and
+  /// recording its calls (a decode step's calls, when it flushes once a token).
+  double betweenFlushSeconds = 0;
+  /// Host time of copy_from_device after its flush: the device-to-host transfer.
+  double readSeconds = 0;
 };
 
 /// Where a lazy backend keeps the bytes of its buffers: host memory by default (HostBufferStore),
@@ -149,6 +161,8 @@ private:
   absl::flat_hash_map<uint64_t, uint32_t> slotOfHandle_ ABSL_GUARDED_BY(mu_);
   absl::Status deferredError_ ABSL_GUARDED_BY(mu_);
   LazyStats stats_ ABSL_GUARDED_BY(mu_);
+  /// When the last flush ended (LazyStats::betweenFlushSeconds); unset before the first.
+  std::optional<std::chrono::steady_clock::time_point> lastFlushEnd_ ABSL_GUARDED_BY(mu_);
   std::string lastPlan_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -237,6 +237,14 @@ void BM_VulkanDecode(benchmark::State &state, std::string preset, Mode mode) {
   // Where a token's time goes on the host: waiting for the plans' fences, and the rest (the
   // decoder's calls, keying the trace, resolving and recording or replaying commands, the logits'
   // read-back); with timestamps also the time before the submission.
+  auto perToken = [&](double runtime::LazyStats::*f) {
+    return (after.*f - before.*f) * 1e6 / tokens;
+  };
+  state.counters["between_flushes_us_per_token"] =
+      perToken(&runtime::LazyStats::betweenFlushSeconds);
+  state.counters["lookup_us_per_token"] = perToken(&runtime::LazyStats::lookupSeconds);
+  state.counters["run_us_per_token"] = perToken(&runtime::LazyStats::runSeconds);
+  state.counters["read_us_per_token"] = perToken(&runtime::LazyStats::readSeconds);
   const double waitUs = (vkAfter.waitSeconds - vkBefore.waitSeconds) * 1e6 / tokens;
   state.counters["wait_us_per_token"] = waitUs;
   state.counters["outside_wait_us_per_token"] = seconds * 1e6 / tokens - waitUs;

@@ -186,6 +186,16 @@ TEST(LazyBackendTest, DecodeLoopCompilesTwiceThenHits) {
   EXPECT_EQ(stats.cache.misses, 2u);
   EXPECT_EQ(stats.cache.hits, 62u);
   EXPECT_EQ(stats.cache.rediscoveries, 1u);
+  // Host time is accounted to the flushes' lookup and run, and to the recording between them.
+  EXPECT_GT(stats.lookupSeconds, 0.0);
+  EXPECT_GT(stats.runSeconds, 0.0);
+  EXPECT_GT(stats.betweenFlushSeconds, 0.0);
+  EXPECT_EQ(stats.readSeconds, 0.0) << "nothing was read";
+  std::vector<float> out(dim);
+  ASSERT_TRUE(lazy.copyFromDevice(o, absl::Span<uint8_t>(reinterpret_cast<uint8_t *>(out.data()),
+                                                         out.size() * 4))
+                  .ok());
+  EXPECT_GT(lazy.stats().readSeconds, 0.0);
 }
 
 TEST(LazyBackendTest, SameStructureOnOtherBuffersIsAHit) {

@@ -206,6 +206,8 @@ private:
   /// Submits the commands: the kept command buffer when they equal its commands, else a new
   /// recording (kept for the next run when `keep`).
   absl::Status submitCommands(size_t endStep, bool keep);
+  /// A copy step compiled as the copy kernel whose buffers this run are too large to bind.
+  bool copyTooWideToBind(const Step &s, const PlanArgs &args) const;
   absl::Status nameFailure(absl::Status s, size_t endStep) const;
   absl::Status resolveUpload(size_t index, const PlanArgs &args, HazardTracker &hazards);
   absl::Status resolveCopy(const OpCall &op, const PlanArgs &args, HazardTracker &hazards);
@@ -296,6 +298,20 @@ private:
     return s;
   }
 };
+
+bool VulkanPlanImpl::copyTooWideToBind(const Step &s, const PlanArgs &args) const {
+  if (s.kind != Step::Kind::Dispatch || s.heads || s.members.size() != 1)
+    return false;
+  const OpCall &op = s.member.entry.op;
+  if (op.kind != OpKind::CopyBuffer && op.kind != OpKind::CopyBufferOffset)
+    return false;
+  for (int i = 0; i < 2; ++i) {
+    const auto *ref = static_cast<const BufferRef *>(args.slotDevice[Trace::slotOf(op.buffers[i])]);
+    if (ref && ref->size > device_->caps().maxStorageBufferRange)
+      return true;
+  }
+  return false;
+}
 
 std::string VulkanPlanImpl::stepName(size_t i) const {
   const Step &s = steps_[i];
@@ -633,7 +649,10 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
       uint64_t before = submissions_;
       status = resolveUpload(i, args, hazards);
       split |= submissions_ != before;
-    } else if (s.kind == Step::Kind::Copy) {
+    } else if (s.kind == Step::Kind::Copy || copyTooWideToBind(s, args)) {
+      // A copy kernel (replay's stand-in for vkCmdCopyBuffer) cannot bind a buffer above
+      // maxStorageBufferRange (a 262 MB embedding table on lavapipe): vkCmdCopyBuffer then, its
+      // offsets baked in (such a run re-records its commands).
       status = resolveCopy(boundOp(s.member, args.params), args, hazards);
     } else {
       absl::InlinedVector<OpCall, 4> ops;

@@ -277,6 +277,39 @@ TEST_F(VulkanFuzzTest, SplitAttentionDecodeAgreesWithTheReference) {
   EXPECT_EQ(s.fusedDispatches, (8u * w->config.nLayers + 1) * s.runs);
 }
 
+// With replay, a copy whose offsets are plan parameters runs as the generated copy kernel; from a
+// buffer larger than the device lets a kernel bind (maxStorageBufferRange: an embedding table on
+// lavapipe) it goes back to vkCmdCopyBuffer, and copies the right rows.
+TEST_F(VulkanFuzzTest, CopiesFromBuffersTooWideToBindUseTheCopyCommand) {
+  const uint64_t range = shared().device->caps().maxStorageBufferRange;
+  if (range > (uint64_t(1) << 30))
+    GTEST_SKIP() << "maxStorageBufferRange is " << range
+                 << " bytes: a buffer above it is too large for this test";
+  auto stats = std::make_shared<runtime::vulkan::VulkanStatsSink>();
+  std::unique_ptr<ComputeBackend> b = vulkanBackend(false, stats);
+  ASSERT_TRUE(b);
+  const uint64_t rowBytes = 4096, rows = range / rowBytes + 2;
+  BufferHandle table = *b->allocate(rows * rowBytes), row = *b->allocate(rowBytes);
+  std::vector<uint8_t> marks(rowBytes);
+  for (uint64_t r : {uint64_t(0), uint64_t(7), rows - 1}) { // a row below the range and one above
+    for (uint64_t i = 0; i < rowBytes; ++i)
+      marks[i] = uint8_t(r * 31 + i);
+    BufferHandle staged = *b->allocate(rowBytes);
+    ASSERT_TRUE(b->copyToDevice(marks, staged).ok());
+    ASSERT_TRUE(b->copyBufferOffset(staged, table, 0, r * rowBytes, rowBytes).ok());
+    ASSERT_TRUE(b->free(staged).ok());
+  }
+  std::vector<uint8_t> got(rowBytes);
+  for (int round = 0; round < 2; ++round)
+    for (uint64_t r : {rows - 1, uint64_t(7), uint64_t(0), rows - 1}) {
+      ASSERT_TRUE(b->copyBufferOffset(table, row, r * rowBytes, 0, rowBytes).ok());
+      ASSERT_TRUE(b->copyFromDevice(row, absl::MakeSpan(got)).ok());
+      for (uint64_t i = 0; i < rowBytes; ++i)
+        ASSERT_EQ(got[i], uint8_t(r * 31 + i)) << "row " << r << " byte " << i;
+    }
+  EXPECT_GT(stats->get().copies, 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(DTypes, VulkanSyntheticDecode, ::testing::Values(DType::Q4_0, DType::Q8_0),
                          [](const ::testing::TestParamInfo<DType> &info) {
                            return std::string(dtypeName(info.param));

@@ -15,8 +15,10 @@
 namespace sinter::bench {
 
 /// A decoder of `weights` on `backend` with room for `position` + 1 tokens, after steps at
-/// positions `position` - 2 .. `position` (the position is a plan parameter, so these compile
-/// what a timed step at `position` replays). `logits` is resized to the vocabulary.
+/// positions `position` - 2 .. `position` with a different token each (the position and the
+/// token's embedding row are plan parameters, so these compile what a timed step at any position
+/// and token replays: a timed loop that changes them finds its plan, instead of compiling it
+/// again on its first step). `logits` is resized to the vocabulary.
 inline absl::StatusOr<std::unique_ptr<model::Decoder>>
 warmDecoder(ComputeBackend &backend, const model::ModelWeights &weights, uint32_t position,
             std::vector<float> &logits) {
@@ -26,7 +28,7 @@ warmDecoder(ComputeBackend &backend, const model::ModelWeights &weights, uint32_
                           model::Decoder::create(backend, weights, options));
   logits.resize(weights.config.vocabSize);
   for (uint32_t pos = position >= 2 ? position - 2 : 0; pos <= position; ++pos)
-    SINTER_RETURN_IF_ERROR(decoder->step(1, pos, absl::MakeSpan(logits)));
+    SINTER_RETURN_IF_ERROR(decoder->step(1 + pos % 3, pos, absl::MakeSpan(logits)));
   return decoder;
 }
 

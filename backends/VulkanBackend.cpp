@@ -51,6 +51,7 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps, bool paramsInBuf
   if (const char *precise = std::getenv("SINTER_PRECISE"); precise && std::string(precise) == "1")
     target.qmatmulIntDot = false;
   target.maxWorkgroupInvocations = caps.maxComputeWorkGroupInvocations;
+  target.computeUnits = caps.smCount;
   // The integers in a parameter buffer, so plans replay their command buffers.
   target.paramsInBuffer = paramsInBuffer;
   // SINTER_VK_QMATMUL="rows=4,wg=256,step=4": quantized_matmul schedule overrides, for tuning.
@@ -63,8 +64,8 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps, bool paramsInBuf
         target.qmatmulSplitBlocks = kv.second == "1";
       if (kv.first == "dot")
         target.qmatmulIntDot = kv.second != "0";
-      if (kv.first == "prefetch")
-        target.qmatmulPrefetch = kv.second != "0";
+      if (kv.first == "prefetch") // 1: every product; 0: none (default: one-wave grids)
+        target.qmatmulPrefetch = target.qmatmulPrefetchOneWave = kv.second != "0";
       if (kv.first == "nonwritable")
         target.readOnlyBindings = kv.second != "0";
       uint32_t v = 0;
@@ -88,6 +89,8 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps, bool paramsInBuf
         target.attentionWorkgroup = v;
       else if (kv.first == "attnsplit")
         target.attentionSplits = v;
+      else if (kv.first == "cus")
+        target.computeUnits = v;
     }
   return [target](const codegen::KernelSpec &spec) -> absl::StatusOr<VulkanKernel> {
     SINTER_ASSIGN_OR_RETURN(codegen::SpirvKernel k, codegen::buildSpirvKernel(spec, target));

@@ -77,6 +77,7 @@ std::string KernelSpec::key() const {
   k.push_back(injectFailure ? 1 : 0);
   k.push_back(attentionOverHeads ? 1 : 0);
   k.append(reinterpret_cast<const char *>(&unstoredOutputs), sizeof(unstoredOutputs));
+  k.append(reinterpret_cast<const char *>(&rowsHint), sizeof(rowsHint));
   for (const OpShape &s : prologue)
     appendShape(&k, s);
   appendShape(&k, anchor);
@@ -111,6 +112,8 @@ std::string KernelSpec::name() const {
     n = absl::StrCat(opInfo(prologue[0].kind).name, "_", n);
   if (unstoredOutputs != 0)
     absl::StrAppend(&n, "_nostore", unstoredOutputs);
+  if (rowsHint != 0)
+    absl::StrAppend(&n, "_r", rowsHint);
   return n;
 }
 

@@ -59,6 +59,9 @@ struct KernelSpec {
   /// another launch of the same fused kernel stores the same values (e.g. the rms_norm prologue
   /// that every projection of a horizontal group recomputes).
   uint32_t unstoredOutputs = 0;
+  /// quantized_matmul: the n_rows the kernel will run with when the runtime knows it (0: not
+  /// known), for schedules that depend on the grid's size (SpirvTarget::computeUnits).
+  uint32_t rowsHint = 0;
 
   /// A byte string that is equal for two specs exactly when they compile to the same code.
   std::string key() const;

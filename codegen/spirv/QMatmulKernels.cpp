@@ -128,10 +128,10 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, Value x4, Value g4, Value 
     }
     return next;
   };
-  // 0. With SpirvTarget::qmatmulPrefetch the lane's first U blocks of W are loaded before x is
+  // 0. With KernelPlan::prefetch the lane's first U blocks of W are loaded before x is
   // quantized, so that their memory latency and the quantization's overlap.
   std::optional<Batch> prefetched;
-  if (e.target.qmatmulPrefetch)
+  if (e.plan.prefetch)
     prefetched = loadBatch(e.divu(lane, e.ci(perBlock)), /*guardFirst=*/true);
   xq = workgroupArray(e, e.i32(), vectors);
   xd = workgroupArray(e, e.f32(), blocks);

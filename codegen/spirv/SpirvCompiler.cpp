@@ -255,6 +255,16 @@ constexpr uint32_t kDefaultAttentionSplits = 8;
 // The plan of a whole spec: the anchor's schedule, every member's bindings and words in order.
 KernelPlan planSpec(const KernelSpec &spec, const SpirvTarget &target) {
   KernelPlan plan = planKernel(spec.anchor, target);
+  if (plan.intDotX && !plan.workgroupRows) {
+    // A lane's first batch of W loaded before x is quantized: on the H200 it took 4096x4096
+    // from 13.0 to 10.9 µs and 2048x5632 from 15.4 to 11.1, grids of one wave, but 11008x4096
+    // from 19.3 to 22.9 and 32000x4096 from 40 to 53 (holding the batch across the barrier costs
+    // the occupancy that grids of several waves live on). So by default only for one wave.
+    uint64_t groups = (uint64_t(spec.rowsHint) + plan.unitsPerGroup - 1) / plan.unitsPerGroup;
+    bool oneWave = target.qmatmulPrefetchOneWave && target.computeUnits > 0 && groups > 0 &&
+                   groups <= target.computeUnits && plan.maxGroups == 0;
+    plan.prefetch = target.qmatmulPrefetch || oneWave;
+  }
   if (spec.prologue.empty() && spec.epilogue.empty())
     return plan;
   if (spec.attentionOverHeads) {

@@ -55,10 +55,15 @@ struct SpirvTarget {
   /// 32 in workgroup memory and multiply 4 quants at a time (SEMANTICS.md's 5e-4 bound for
   /// quantized activations). `dot=0` or SINTER_PRECISE=1 keeps x in f32.
   bool qmatmulIntDot = true;
-  /// int8 x: load each lane's first block of W before quantizing x (`prefetch=1`). Off: on the
-  /// H200, side by side, it gained nothing (llama-7b 148.3 and 150.2 tokens/s against 150.6 and
-  /// 160.8 without, alternating).
+  /// int8 x: load each lane's first batch of W before quantizing x. `prefetch=1` for every
+  /// product; by default (qmatmulPrefetchOneWave) only for a grid that fits one wave: it helps
+  /// those and costs the occupancy that grids of several waves need (codegen/spirv/README.md).
   bool qmatmulPrefetch = false;
+  /// int8 x: prefetch where the product's grid (KernelSpec::rowsHint rows) has at most
+  /// computeUnits workgroups. `prefetch=0` turns it off.
+  bool qmatmulPrefetchOneWave = true;
+  /// The device's compute units (NVIDIA's SM count); 0 when unknown (no one-wave choices).
+  uint32_t computeUnits = 0;
   /// int8-x quantized_matmul: at most this many workgroups (`groups=N`, 4..65535; 0: one
   /// workgroup per tile of rows). Each quantizes x once and then loops over the tiles
   /// g, g + N, ..., so x's cost is paid N times rather than once per tile.

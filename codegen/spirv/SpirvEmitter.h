@@ -37,6 +37,8 @@ struct KernelPlan {
   /// quantized_matmul: output rows per subgroup (x is loaded once for all of them), and blocks a
   /// lane decodes per step (2 when 2-byte-aligned blocks then come in 4-byte-aligned pairs).
   uint32_t rowsPerSubgroup = 1; ///< rows per cluster of lanesPerRow lanes (x reused)
+  /// int8-x quantized_matmul: a lane's first batch of W loaded before x is quantized.
+  bool prefetch = false;
   uint32_t blocksPerStep = 1;
   /// quantized_matmul: lanes that share one row (a power of two dividing the subgroup); fewer
   /// than S when a row has fewer steps than lanes, so a subgroup works on S / lanesPerRow row

@@ -31,6 +31,24 @@ absl::Status VulkanDevice::createLogicalDevice(bool pipelineStatistics) {
     sizeControl.pNext = &dot;
   }
   vkGetPhysicalDeviceProperties2(physical_, &props);
+  // NVIDIA's count of streaming multiprocessors (what a grid must not pass to fit one wave).
+  uint32_t smCount = 0;
+  {
+    uint32_t count = 0;
+    vkEnumerateDeviceExtensionProperties(physical_, nullptr, &count, nullptr);
+    std::vector<VkExtensionProperties> available(count);
+    vkEnumerateDeviceExtensionProperties(physical_, nullptr, &count, available.data());
+    for (const VkExtensionProperties &x : available)
+      if (std::strcmp(x.extensionName, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME) == 0) {
+        auto sm = vkStruct<VkPhysicalDeviceShaderSMBuiltinsPropertiesNV>(
+            VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV);
+        auto query =
+            vkStruct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+        query.pNext = &sm;
+        vkGetPhysicalDeviceProperties2(physical_, &query);
+        smCount = sm.shaderSMCount;
+      }
+  }
 
   auto features = vkStruct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
   auto f11 = vkStruct<VkPhysicalDeviceVulkan11Features>(
@@ -56,6 +74,7 @@ absl::Status VulkanDevice::createLogicalDevice(bool pipelineStatistics) {
   c.deviceId = props.properties.deviceID;
   c.apiVersion = api;
   c.subgroupSize = subgroup.subgroupSize;
+  c.smCount = smCount;
   c.subgroupOps =
       (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) ? subgroup.supportedOperations : 0;
   c.minSubgroupSize = api >= VK_API_VERSION_1_3 ? sizeControl.minSubgroupSize : c.subgroupSize;

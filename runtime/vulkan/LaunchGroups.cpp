@@ -181,6 +181,9 @@ Launch chainLaunch(const KernelMember *norm, const KernelMember &q,
     l.spec.epilogue.push_back(shape(m));
   }
   l.spec.unstoredOutputs = norm && !storeNorm ? 1u : 0u;
+  uint64_t rows = 0; // schedules that depend on the grid's size need the row count
+  if (fixedInt(q, 0, &rows) && rows <= UINT32_MAX)
+    l.spec.rowsHint = static_cast<uint32_t>(rows);
   return l;
 }
 

@@ -68,6 +68,9 @@ struct DeviceCaps {
   std::array<uint32_t, 3> maxComputeWorkGroupSize = {0, 0, 0};
   std::array<uint32_t, 3> maxComputeWorkGroupCount = {0, 0, 0};
   uint32_t maxComputeWorkGroupInvocations = 0;
+  /// Streaming multiprocessors (VK_NV_shader_sm_builtins' shaderSMCount); 0 where the device
+  /// does not say (Vulkan has no portable count of compute units).
+  uint32_t smCount = 0;
   uint32_t maxComputeSharedMemorySize = 0;
   uint32_t maxPushConstantsSize = 0;
   uint32_t maxStorageBufferRange = 0;

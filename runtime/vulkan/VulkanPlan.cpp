@@ -882,6 +882,11 @@ absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const Kerne
   auto singleKernel = [&](const KernelMember &member, size_t k,
                           const Kernel &kernel) -> absl::StatusOr<const Built *> {
     codegen::KernelSpec spec = codegen::singleOpSpec(member.entry.op, paramMaskOf(member));
+    // A product's row count, where it is not a parameter: schedules that depend on the grid's
+    // size (SpirvTarget::computeUnits) need it.
+    if (member.entry.op.kind == OpKind::QuantizedMatmul && member.paramOf[0] < 0 &&
+        member.entry.op.ints[0] <= UINT32_MAX)
+      spec.rowsHint = static_cast<uint32_t>(member.entry.op.ints[0]);
     const Built &built = kernelFor(spec);
     if (!built.status.ok())
       return absl::Status(

@@ -157,6 +157,37 @@ TEST(SpirvCompilerTest, FusedKernelBindsEveryMember) {
   EXPECT_EQ(p->grid(anchorInts.data()), (std::array<uint32_t, 3>{1, 1, 1}));
 }
 
+// int8 x: by default a product whose grid fits one wave of the device's compute units loads its
+// first batch of W before quantizing x (the kernel `prefetch=1` builds); a larger grid, or an
+// unknown row count or unit count, does not (the kernel `prefetch=0` builds).
+TEST(SpirvCompilerTest, PrefetchIsChosenForGridsOfOneWave) {
+  auto build = [](uint32_t rowsHint, uint32_t units, int force) {
+    SpirvTarget t = target(32);
+    t.intDot = true;
+    t.maxSharedMemoryBytes = 49152;
+    t.computeUnits = units;
+    if (force >= 0)
+      t.qmatmulPrefetch = t.qmatmulPrefetchOneWave = force == 1;
+    KernelSpec spec =
+        singleOpSpec(ops::quantizedMatmul(h(1), h(2), h(3), 4096, 4096, DType::Q4_0), 0);
+    spec.rowsHint = rowsHint;
+    absl::StatusOr<SpirvKernel> k = buildSpirvKernel(spec, t);
+    EXPECT_TRUE(k.ok()) << k.status();
+    return k.ok() ? k->words : std::vector<uint32_t>{};
+  };
+  const std::vector<uint32_t> early = build(0, 0, 1), late = build(0, 0, 0);
+  ASSERT_NE(early, late);
+  // 16 subgroups of 2 rows a workgroup: 4096 rows are 128 workgroups.
+  EXPECT_EQ(build(4096, 132, -1), early) << "128 workgroups on 132 units";
+  EXPECT_EQ(build(4096, 128, -1), early);
+  EXPECT_EQ(build(4096, 127, -1), late) << "two waves";
+  EXPECT_EQ(build(11008, 132, -1), late);
+  EXPECT_EQ(build(0, 132, -1), late) << "rows unknown";
+  EXPECT_EQ(build(4096, 0, -1), late) << "units unknown";
+  EXPECT_EQ(build(4096, 132, 0), late) << "prefetch=0";
+  EXPECT_EQ(build(11008, 132, 1), early) << "prefetch=1";
+}
+
 TEST(SpirvCompilerTest, InjectedFailureIsAnError) {
   KernelSpec spec = singleOpSpec(ops::silu(h(1), h(2), 16), 0);
   spec.injectFailure = true;

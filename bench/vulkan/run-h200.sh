@@ -6,7 +6,7 @@
 # their libraries, test kernels, stories260K.bin) carried. Unpacks both, points the loader at the
 # NVIDIA driver, runs the Vulkan unit tests, the vulkan rows of the conformance table and
 # stories260K token for token, then the decode benchmark (tinyllama-1.1b and llama-7b, synthetic
-# Q4_0, position 256; fused, fused with replay off, unfused, eager), and writes into $OUT (at most
+# Q4_0, position 256; fused, fused with replay off, fused without prefetch, unfused, eager), and writes into $OUT (at most
 # 8 files come back):
 #   summary.json       per test binary: passed/failed/skipped and failing names; the benchmark rows
 #   vulkan-decode.json Google Benchmark's JSON

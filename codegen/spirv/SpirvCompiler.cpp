@@ -256,13 +256,16 @@ constexpr uint32_t kDefaultAttentionSplits = 8;
 KernelPlan planSpec(const KernelSpec &spec, const SpirvTarget &target) {
   KernelPlan plan = planKernel(spec.anchor, target);
   if (plan.intDotX && !plan.workgroupRows) {
-    // A lane's first batch of W loaded before x is quantized: on the H200 it took 4096x4096
-    // from 13.0 to 10.9 µs and 2048x5632 from 15.4 to 11.1, grids of one wave, but 11008x4096
-    // from 19.3 to 22.9 and 32000x4096 from 40 to 53 (holding the batch across the barrier costs
-    // the occupancy that grids of several waves live on). So by default only for one wave.
+    // A lane's first batch of W loaded before x is quantized. On the H200 alone it took
+    // 4096x4096 from 13.0 to 10.9 µs and 2048x5632 from 15.4 to 11.1, but 11008x4096 from 19.3
+    // to 22.9 and 32000x4096 from 40 to 53 (holding the batch across the barrier costs the
+    // occupancy that grids of several waves live on). In the decode, side by side (2026-12-04
+    // 21:00 UTC), prefetching every grid of at most one workgroup an SM made tinyllama 1.14x
+    // faster (its products are 8 or 64 workgroups) and llama-7b 0.87x (128 of 132 SMs, the
+    // 11008-column down product slower). So by default: grids of at most half the SMs.
     uint64_t groups = (uint64_t(spec.rowsHint) + plan.unitsPerGroup - 1) / plan.unitsPerGroup;
     bool oneWave = target.qmatmulPrefetchOneWave && target.computeUnits > 0 && groups > 0 &&
-                   groups <= target.computeUnits && plan.maxGroups == 0;
+                   2 * groups <= target.computeUnits && plan.maxGroups == 0;
     plan.prefetch = target.qmatmulPrefetch || oneWave;
   }
   if (spec.prologue.empty() && spec.epilogue.empty())

@@ -157,8 +157,8 @@ TEST(SpirvCompilerTest, FusedKernelBindsEveryMember) {
   EXPECT_EQ(p->grid(anchorInts.data()), (std::array<uint32_t, 3>{1, 1, 1}));
 }
 
-// int8 x: by default a product whose grid fits one wave of the device's compute units loads its
-// first batch of W before quantizing x (the kernel `prefetch=1` builds); a larger grid, or an
+// int8 x: by default a product whose grid takes at most half the device's compute units loads
+// its first batch of W before quantizing x (the kernel `prefetch=1` builds); a larger grid, or an
 // unknown row count or unit count, does not (the kernel `prefetch=0` builds).
 TEST(SpirvCompilerTest, PrefetchIsChosenForGridsOfOneWave) {
   auto build = [](uint32_t rowsHint, uint32_t units, int force) {
@@ -177,14 +177,16 @@ TEST(SpirvCompilerTest, PrefetchIsChosenForGridsOfOneWave) {
   };
   const std::vector<uint32_t> early = build(0, 0, 1), late = build(0, 0, 0);
   ASSERT_NE(early, late);
-  // 16 subgroups of 2 rows a workgroup: 4096 rows are 128 workgroups.
-  EXPECT_EQ(build(4096, 132, -1), early) << "128 workgroups on 132 units";
-  EXPECT_EQ(build(4096, 128, -1), early);
-  EXPECT_EQ(build(4096, 127, -1), late) << "two waves";
+  // 16 subgroups of 2 rows a workgroup: 2048 rows are 64 workgroups, 4096 rows 128.
+  EXPECT_EQ(build(2048, 132, -1), early) << "64 workgroups on 132 units";
+  EXPECT_EQ(build(2048, 128, -1), early);
+  EXPECT_EQ(build(2048, 127, -1), late) << "more than half the units";
+  EXPECT_EQ(build(4096, 132, -1), late) << "128 workgroups on 132 units";
+  EXPECT_EQ(build(4096, 256, -1), early);
   EXPECT_EQ(build(11008, 132, -1), late);
   EXPECT_EQ(build(0, 132, -1), late) << "rows unknown";
-  EXPECT_EQ(build(4096, 0, -1), late) << "units unknown";
-  EXPECT_EQ(build(4096, 132, 0), late) << "prefetch=0";
+  EXPECT_EQ(build(2048, 0, -1), late) << "units unknown";
+  EXPECT_EQ(build(2048, 132, 0), late) << "prefetch=0";
   EXPECT_EQ(build(11008, 132, 1), early) << "prefetch=1";
 }
 

@@ -65,7 +65,7 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps, bool paramsInBuf
       if (kv.first == "dot")
         target.qmatmulIntDot = kv.second != "0";
       if (kv.first == "prefetch") // 1: every product; 0: none (default: one-wave grids)
-        target.qmatmulPrefetch = target.qmatmulPrefetchOneWave = kv.second != "0";
+        target.qmatmulPrefetch = target.qmatmulPrefetchSmallGrids = kv.second != "0";
       if (kv.first == "nonwritable")
         target.readOnlyBindings = kv.second != "0";
       uint32_t v = 0;

@@ -264,9 +264,9 @@ KernelPlan planSpec(const KernelSpec &spec, const SpirvTarget &target) {
     // faster (its products are 8 or 64 workgroups) and llama-7b 0.87x (128 of 132 SMs, the
     // 11008-column down product slower). So by default: grids of at most half the SMs.
     uint64_t groups = (uint64_t(spec.rowsHint) + plan.unitsPerGroup - 1) / plan.unitsPerGroup;
-    bool oneWave = target.qmatmulPrefetchOneWave && target.computeUnits > 0 && groups > 0 &&
-                   2 * groups <= target.computeUnits && plan.maxGroups == 0;
-    plan.prefetch = target.qmatmulPrefetch || oneWave;
+    bool smallGrid = target.qmatmulPrefetchSmallGrids && target.computeUnits > 0 && groups > 0 &&
+                     2 * groups <= target.computeUnits && plan.maxGroups == 0;
+    plan.prefetch = target.qmatmulPrefetch || smallGrid;
   }
   if (spec.prologue.empty() && spec.epilogue.empty())
     return plan;

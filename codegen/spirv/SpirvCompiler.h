@@ -56,13 +56,13 @@ struct SpirvTarget {
   /// quantized activations). `dot=0` or SINTER_PRECISE=1 keeps x in f32.
   bool qmatmulIntDot = true;
   /// int8 x: load each lane's first batch of W before quantizing x. `prefetch=1` for every
-  /// product; by default (qmatmulPrefetchOneWave) only for a grid of at most half the compute
+  /// product; by default (qmatmulPrefetchSmallGrids) only for a grid of at most half the compute
   /// units: it helps those and costs the occupancy that fuller grids need.
   bool qmatmulPrefetch = false;
   /// int8 x: prefetch where the product's grid (KernelSpec::rowsHint rows) has at most
   /// computeUnits / 2 workgroups. `prefetch=0` turns it off.
-  bool qmatmulPrefetchOneWave = true;
-  /// The device's compute units (NVIDIA's SM count); 0 when unknown (no one-wave choices).
+  bool qmatmulPrefetchSmallGrids = true;
+  /// The device's compute units (NVIDIA's SM count); 0 when unknown (no grid-size choices).
   uint32_t computeUnits = 0;
   /// int8-x quantized_matmul: at most this many workgroups (`groups=N`, 4..65535; 0: one
   /// workgroup per tile of rows). Each quantizes x once and then loops over the tiles

@@ -31,23 +31,26 @@ absl::Status VulkanDevice::createLogicalDevice(bool pipelineStatistics) {
     sizeControl.pNext = &dot;
   }
   vkGetPhysicalDeviceProperties2(physical_, &props);
-  // NVIDIA's count of streaming multiprocessors (what a grid must not pass to fit one wave).
-  uint32_t smCount = 0;
-  {
-    uint32_t count = 0;
-    vkEnumerateDeviceExtensionProperties(physical_, nullptr, &count, nullptr);
-    std::vector<VkExtensionProperties> available(count);
-    vkEnumerateDeviceExtensionProperties(physical_, nullptr, &count, available.data());
+  uint32_t extensionCount = 0;
+  vkEnumerateDeviceExtensionProperties(physical_, nullptr, &extensionCount, nullptr);
+  std::vector<VkExtensionProperties> available(extensionCount);
+  vkEnumerateDeviceExtensionProperties(physical_, nullptr, &extensionCount, available.data());
+  auto supports = [&](const char *name) {
     for (const VkExtensionProperties &x : available)
-      if (std::strcmp(x.extensionName, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME) == 0) {
-        auto sm = vkStruct<VkPhysicalDeviceShaderSMBuiltinsPropertiesNV>(
-            VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV);
-        auto query =
-            vkStruct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
-        query.pNext = &sm;
-        vkGetPhysicalDeviceProperties2(physical_, &query);
-        smCount = sm.shaderSMCount;
-      }
+      if (std::strcmp(x.extensionName, name) == 0)
+        return true;
+    return false;
+  };
+  // NVIDIA's count of streaming multiprocessors (what schedules compare a grid's size with).
+  uint32_t smCount = 0;
+  if (supports(VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) {
+    auto sm = vkStruct<VkPhysicalDeviceShaderSMBuiltinsPropertiesNV>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV);
+    auto query =
+        vkStruct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+    query.pNext = &sm;
+    vkGetPhysicalDeviceProperties2(physical_, &query);
+    smCount = sm.shaderSMCount;
   }
 
   auto features = vkStruct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
@@ -161,14 +164,7 @@ absl::Status VulkanDevice::createLogicalDevice(bool pipelineStatistics) {
   auto executable = vkStruct<VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR>(
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR);
   if (pipelineStatistics) {
-    uint32_t count = 0;
-    vkEnumerateDeviceExtensionProperties(physical_, nullptr, &count, nullptr);
-    std::vector<VkExtensionProperties> available(count);
-    vkEnumerateDeviceExtensionProperties(physical_, nullptr, &count, available.data());
-    bool present = false;
-    for (const VkExtensionProperties &x : available)
-      present = present || std::strcmp(x.extensionName,
-                                       VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME) == 0;
+    bool present = supports(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
     if (present) {
       auto query =
           vkStruct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);

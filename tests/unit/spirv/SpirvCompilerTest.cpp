@@ -160,14 +160,14 @@ TEST(SpirvCompilerTest, FusedKernelBindsEveryMember) {
 // int8 x: by default a product whose grid takes at most half the device's compute units loads
 // its first batch of W before quantizing x (the kernel `prefetch=1` builds); a larger grid, or an
 // unknown row count or unit count, does not (the kernel `prefetch=0` builds).
-TEST(SpirvCompilerTest, PrefetchIsChosenForGridsOfOneWave) {
+TEST(SpirvCompilerTest, PrefetchIsChosenForSmallGrids) {
   auto build = [](uint32_t rowsHint, uint32_t units, int force) {
     SpirvTarget t = target(32);
     t.intDot = true;
     t.maxSharedMemoryBytes = 49152;
     t.computeUnits = units;
     if (force >= 0)
-      t.qmatmulPrefetch = t.qmatmulPrefetchOneWave = force == 1;
+      t.qmatmulPrefetch = t.qmatmulPrefetchSmallGrids = force == 1;
     KernelSpec spec =
         singleOpSpec(ops::quantizedMatmul(h(1), h(2), h(3), 4096, 4096, DType::Q4_0), 0);
     spec.rowsHint = rowsHint;

@@ -91,15 +91,20 @@ Shared &shared() {
   return *s;
 }
 
+/// `builder`: instead of the suite's (precise / split choose among those).
 std::unique_ptr<ComputeBackend> vulkanBackend(bool fusion,
                                               std::shared_ptr<runtime::vulkan::VulkanStatsSink> st,
-                                              bool precise = false, bool split = false) {
+                                              bool precise = false, bool split = false,
+                                              runtime::vulkan::VulkanKernelBuilder builder = {}) {
   BackendOptions o;
   o.kind = "vulkan";
   o.fusion = fusion;
   VulkanBackendOptions v;
   v.device = shared().device;
-  v.builder = split ? shared().split : precise ? shared().precise : shared().builder;
+  v.builder = builder   ? builder
+              : split   ? shared().split
+              : precise ? shared().precise
+                        : shared().builder;
   v.stats = std::move(st);
   v.logFallbacks = false;
   absl::StatusOr<std::unique_ptr<ComputeBackend>> b = createVulkanBackend(o, v);
@@ -212,12 +217,7 @@ TEST_F(VulkanFuzzTest, ProjectionTailsThatDoNotBuildLaunchOnTheirOwn) {
   ASSERT_TRUE(w.ok()) << w.status();
   auto stats = std::make_shared<runtime::vulkan::VulkanStatsSink>();
   auto rejected = std::make_shared<std::atomic<uint32_t>>(0);
-  BackendOptions o;
-  o.kind = "vulkan";
-  o.fusion = true;
-  VulkanBackendOptions v;
-  v.device = shared().device;
-  v.builder =
+  runtime::vulkan::VulkanKernelBuilder withoutTails =
       [inner = shared().precise,
        rejected](const codegen::KernelSpec &spec) -> absl::StatusOr<runtime::vulkan::VulkanKernel> {
     for (const codegen::OpShape &m : spec.epilogue)
@@ -227,12 +227,10 @@ TEST_F(VulkanFuzzTest, ProjectionTailsThatDoNotBuildLaunchOnTheirOwn) {
       }
     return inner(spec);
   };
-  v.stats = stats;
-  v.logFallbacks = false;
-  absl::StatusOr<std::unique_ptr<ComputeBackend>> fused = createVulkanBackend(o, v);
-  ASSERT_TRUE(fused.ok()) << fused.status();
+  std::unique_ptr<ComputeBackend> fused = vulkanBackend(true, stats, false, false, withoutTails);
+  ASSERT_TRUE(fused);
   std::unique_ptr<ComputeBackend> reference = *createBackend(BackendOptions{});
-  auto a = model::Decoder::create(**fused, *w);
+  auto a = model::Decoder::create(*fused, *w);
   auto b = model::Decoder::create(*reference, *w);
   ASSERT_TRUE(a.ok() && b.ok());
   std::vector<float> got(w->config.vocabSize), want(w->config.vocabSize);

@@ -65,7 +65,7 @@ LazyBackend::LazyBackend(LazyBackendOptions options)
       memory_(std::move(options_.store)), cache_(*compiler_, options_.planCacheCapacity) {}
 
 LazyBackend::~LazyBackend() {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   // Recorded work the caller never waited for still runs: buffers it writes may have been read
   // back by nobody, but a destructor must not leave work half-done either way.
   (void)flushLocked("destruction");
@@ -74,7 +74,7 @@ LazyBackend::~LazyBackend() {
 std::string LazyBackend::name() const { return options_.name; }
 
 DeviceInfo LazyBackend::deviceInfo() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return memory_->deviceInfo(compiler_->name());
 }
 
@@ -85,59 +85,96 @@ absl::StatusOr<uint64_t> LazyBackend::liveSize(BufferHandle handle) const {
 }
 
 absl::StatusOr<BufferHandle> LazyBackend::allocate(uint64_t sizeBytes) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   SINTER_RETURN_IF_ERROR(fault::check(fault::Site::Allocate, "allocate")); // tests only
-  return memory_->allocate(sizeBytes);
+  absl::StatusOr<BufferHandle> handle = memory_->allocate(sizeBytes);
+  if (handle.ok())
+    known_[handle->id] = Known{sizeBytes, 0, 0};
+  return handle;
+}
+
+LazyBackend::Known *LazyBackend::known(BufferHandle handle) {
+  if (auto it = known_.find(handle.id); it != known_.end())
+    return &it->second;
+  // Not allocated through this backend (or freed): the store has the last word.
+  if (zombies_.contains(handle.id) || !memory_->contains(handle))
+    return nullptr;
+  absl::StatusOr<uint64_t> size = memory_->size(handle);
+  if (!size.ok())
+    return nullptr;
+  return &(known_[handle.id] = Known{*size, 0, 0});
+}
+
+uint32_t LazyBackend::slotOf(BufferHandle handle, Known &k) {
+  if (!inTrace(k)) {
+    k.slot = static_cast<uint32_t>(slotHandles_.size());
+    k.epoch = epoch_;
+    slotHandles_.push_back(handle);
+    trace_.buffers.push_back(TraceBuffer{k.size, true});
+  }
+  return k.slot;
 }
 
 absl::Status LazyBackend::free(BufferHandle handle) {
-  absl::MutexLock lock(&mu_);
-  if (zombies_.contains(handle.id) || !memory_->contains(handle))
+  std::lock_guard<std::mutex> lock(mu_);
+  Known *k = known(handle);
+  if (!k)
     return absl::NotFoundError(absl::StrFormat("free: buffer %d not found", handle.id));
-  auto slot = slotOfHandle_.find(handle.id);
-  if (slot == slotOfHandle_.end())
+  const bool pending = inTrace(*k);
+  const uint32_t slot = k->slot;
+  known_.erase(handle.id);
+  if (!pending)
     return memory_->release(handle);
   // Pending work uses the buffer: its final version is no longer observable, and the bytes are
   // released after the flush that runs that work.
-  trace_.buffers[slot->second].observable = false;
+  trace_.buffers[slot].observable = false;
   zombies_[handle.id] = true;
   pendingFrees_.push_back(handle);
   ++stats_.deferredFrees;
   return absl::OkStatus();
 }
 
-uint32_t LazyBackend::slotFor(BufferHandle handle) {
-  auto [it, inserted] = slotOfHandle_.try_emplace(handle.id, uint32_t(slotHandles_.size()));
-  if (inserted) {
-    slotHandles_.push_back(handle);
-    trace_.buffers.push_back(TraceBuffer{*memory_->size(handle), true});
-  }
-  return it->second;
-}
-
 absl::Status LazyBackend::submit(const OpCall &op) {
-  absl::MutexLock lock(&mu_);
-  SINTER_RETURN_IF_ERROR(validateOp(op, [&](BufferHandle h) { return liveSize(h); }));
+  std::lock_guard<std::mutex> lock(mu_);
+  // One lookup a handle gives both the size the validation needs and the slot recording needs.
+  const int numBuffers = opInfo(op.kind).numBuffers;
+  Known *k[3] = {nullptr, nullptr, nullptr};
+  uint64_t sizes[3] = {0, 0, 0};
+  const size_t knownBefore = known_.size();
+  for (int i = 0; i < numBuffers; ++i) {
+    k[i] = known(op.buffers[i]);
+    if (!k[i]) { // unknown or freed: the full validation names the argument and the reason
+      absl::Status s = validateOp(op, [&](BufferHandle h) { return liveSize(h); });
+      return s.ok() ? absl::InternalError(absl::StrCat(opInfo(op.kind).name,
+                                                       ": a buffer is neither live nor unknown"))
+                    : s;
+    }
+    sizes[i] = k[i]->size;
+  }
+  if (known_.size() != knownBefore) // known() added a handle: the map may have moved the others
+    for (int i = 0; i < numBuffers; ++i)
+      k[i] = &known_.find(op.buffers[i].id)->second;
+  SINTER_RETURN_IF_ERROR(validateOpSizes(op, sizes));
   if (trace_.entries.size() >= options_.maxTraceEntries) {
     ++stats_.sizeLimitFlushes;
     (void)flushLocked("trace-size limit"); // a failure is kept for the next synchronize
   }
-  TraceEntry entry;
+  TraceEntry &entry = trace_.entries.emplace_back();
   entry.op = op;
-  for (int i = 0; i < opInfo(op.kind).numBuffers; ++i)
-    entry.op.buffers[i] = Trace::handleOfSlot(slotFor(op.buffers[i]));
-  trace_.entries.push_back(entry);
+  for (int i = 0; i < numBuffers; ++i)
+    entry.op.buffers[i] = Trace::handleOfSlot(slotOf(op.buffers[i], *k[i]));
   ++stats_.callsRecorded;
   return absl::OkStatus();
 }
 
 absl::Status LazyBackend::copyToDevice(absl::Span<const uint8_t> data, BufferHandle handle) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   SINTER_RETURN_IF_ERROR(validateHostTransfer("copy_to_device", handle, data.size(),
                                               [&](BufferHandle h) { return liveSize(h); }));
   if (data.empty())
     return absl::OkStatus(); // writes nothing: no upload to record (found by tests/fuzz/CApiFuzz)
-  if (!slotOfHandle_.contains(handle.id)) {
+  Known *k = known(handle); // live: validated above
+  if (!inTrace(*k)) {
     // No pending op touches the buffer, so writing now is the same as writing in order; this
     // keeps weight uploads from being copied twice.
     return memory_->write(handle, data);
@@ -145,12 +182,12 @@ absl::Status LazyBackend::copyToDevice(absl::Span<const uint8_t> data, BufferHan
   if (trace_.entries.size() >= options_.maxTraceEntries) {
     ++stats_.sizeLimitFlushes;
     (void)flushLocked("trace-size limit");
-    if (!slotOfHandle_.contains(handle.id))
+    if (!inTrace(*k))
       return memory_->write(handle, data);
   }
   TraceEntry entry;
   entry.kind = TraceEntry::Kind::Upload;
-  entry.uploadSlot = slotFor(handle);
+  entry.uploadSlot = slotOf(handle, *k);
   entry.uploadBytes = data.size();
   entry.payload = uint32_t(trace_.payloads.size());
   trace_.payloads.push_back(std::make_shared<const std::vector<uint8_t>>(data.begin(), data.end()));
@@ -160,7 +197,7 @@ absl::Status LazyBackend::copyToDevice(absl::Span<const uint8_t> data, BufferHan
 }
 
 absl::Status LazyBackend::copyFromDevice(BufferHandle handle, absl::Span<uint8_t> data) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   SINTER_RETURN_IF_ERROR(validateHostTransfer("copy_from_device", handle, data.size(),
                                               [&](BufferHandle h) { return liveSize(h); }));
   (void)flushLocked("copy_from_device");
@@ -175,7 +212,7 @@ absl::Status LazyBackend::copyFromDevice(BufferHandle handle, absl::Span<uint8_t
 }
 
 absl::Status LazyBackend::synchronize() {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   (void)flushLocked("synchronize");
   return std::exchange(deferredError_, absl::OkStatus());
 }
@@ -255,7 +292,11 @@ absl::Status LazyBackend::flushLocked(const char *why) {
   trace_.buffers.clear();
   trace_.payloads.clear();
   slotHandles_.clear();
-  slotOfHandle_.clear();
+  if (++epoch_ == 0) { // after 2^32 flushes: no handle may look like it is in the new trace
+    for (auto &[id, k] : known_)
+      k.epoch = 0;
+    epoch_ = 1;
+  }
   releasePendingFrees();
   if (!status.ok() && deferredError_.ok())
     deferredError_ = status;
@@ -264,22 +305,22 @@ absl::Status LazyBackend::flushLocked(const char *why) {
 }
 
 LazyStats LazyBackend::stats() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return stats_;
 }
 
 size_t LazyBackend::pendingEntries() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return trace_.entries.size();
 }
 
 std::vector<IntSlot> LazyBackend::planParameters(const Trace &trace) const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return cache_.parametersFor(trace);
 }
 
 std::string LazyBackend::lastPlanDescription() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return lastPlan_;
 }
 

@@ -14,13 +14,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
 #include "runtime/PlanCache.h"
 #include "support/HostBuffers.h"
 #include "support/OpCallBackend.h"
@@ -143,12 +143,25 @@ public:
   std::string lastPlanDescription() const;
 
 private:
+  /// What the recorder knows of a live handle: its size, and its slot in the pending trace when
+  /// `epoch` is the present one (a flush starts a new epoch instead of clearing the slots).
+  struct Known {
+    uint64_t size = 0;
+    uint32_t slot = 0;
+    uint32_t epoch = 0; // 0: never in a trace (epochs count from 1)
+  };
   absl::Status flushLocked(const char *why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  uint32_t slotFor(BufferHandle handle) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  /// The entry of a live handle, or null when it is unknown or freed.
+  Known *known(BufferHandle handle) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  /// The handle's slot in the pending trace, adding it on first use.
+  uint32_t slotOf(BufferHandle handle, Known &k) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool inTrace(const Known &k) const ABSL_SHARED_LOCKS_REQUIRED(mu_) { return k.epoch == epoch_; }
   absl::StatusOr<uint64_t> liveSize(BufferHandle handle) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void releasePendingFrees() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  mutable absl::Mutex mu_;
+  /// Serializes every call. A std::mutex: the record path takes it once a call, and absl::Mutex
+  /// as Debian builds it (deadlock detection on) cost about a quarter of a recorded call.
+  mutable std::mutex mu_;
   LazyBackendOptions options_;
   std::unique_ptr<PlanCompiler> compiler_;
   std::unique_ptr<BufferStore> memory_ ABSL_GUARDED_BY(mu_);
@@ -158,7 +171,10 @@ private:
   PlanCache cache_ ABSL_GUARDED_BY(mu_);
   Trace trace_ ABSL_GUARDED_BY(mu_);
   std::vector<BufferHandle> slotHandles_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<uint64_t, uint32_t> slotOfHandle_ ABSL_GUARDED_BY(mu_);
+  /// Every live handle allocated here (freed ones leave at free): one lookup a buffer argument
+  /// gives the size validation needs and the slot recording needs.
+  absl::flat_hash_map<uint64_t, Known> known_ ABSL_GUARDED_BY(mu_);
+  uint32_t epoch_ ABSL_GUARDED_BY(mu_) = 1;
   absl::Status deferredError_ ABSL_GUARDED_BY(mu_);
   LazyStats stats_ ABSL_GUARDED_BY(mu_);
   /// When the last flush ended (LazyStats::betweenFlushSeconds); unset before the first.

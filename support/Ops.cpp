@@ -227,8 +227,15 @@ absl::Status validateOp(const OpCall &op, BufferSizeFn sizeOf) {
                                                              " ", size.status().message()));
     sizes[i] = *size;
   }
-  SINTER_ASSIGN_OR_RETURN(AccessList accesses, opAccesses(op));
-  for (const BufferAccess &a : accesses) {
+  return validateOpSizes(op, sizes);
+}
+
+absl::Status validateOpSizes(const OpCall &op, const uint64_t *sizes) {
+  const OpInfo &info = opInfo(op.kind);
+  absl::StatusOr<AccessList> accesses = opAccesses(op);
+  if (!accesses.ok())
+    return accesses.status();
+  for (const BufferAccess &a : *accesses) {
     uint64_t have = sizes[a.bufferIndex];
     // Byte offsets of copy_buffer_offset are 64-bit: compare without forming a wrapping sum.
     if (a.size == 0 || (a.size <= have && a.offset <= have - a.size))

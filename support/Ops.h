@@ -87,6 +87,11 @@ using BufferSizeFn = absl::FunctionRef<absl::StatusOr<uint64_t>(BufferHandle)>;
 /// the numbers, e.g. "rms_norm: weight buffer 7 holds 256 bytes, needs 8192".
 absl::Status validateOp(const OpCall &op, BufferSizeFn sizeOf);
 
+/// validateOp's checks after the handles have been found: sizes[i] is the size of live buffer
+/// op.buffers[i] (the lazy backend's record path looks each handle up once for this and for
+/// its slot).
+absl::Status validateOpSizes(const OpCall &op, const uint64_t *sizes);
+
 /// Checks a host transfer: `what` is "copy_to_device" or "copy_from_device".
 absl::Status validateHostTransfer(const char *what, BufferHandle handle, uint64_t bytes,
                                   BufferSizeFn sizeOf);

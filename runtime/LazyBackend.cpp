@@ -200,10 +200,23 @@ absl::Status LazyBackend::copyFromDevice(BufferHandle handle, absl::Span<uint8_t
   std::lock_guard<std::mutex> lock(mu_);
   SINTER_RETURN_IF_ERROR(validateHostTransfer("copy_from_device", handle, data.size(),
                                               [&](BufferHandle h) { return liveSize(h); }));
-  (void)flushLocked("copy_from_device");
+  // A buffer the pending work touches can be read in the flush's own submission (one submission
+  // a decode step instead of two) where the plan supports it.
+  PlanReadback readback;
+  Known *k = known(handle); // live: validated above
+  const bool fold = !data.empty() && inTrace(*k);
+  if (fold) {
+    readback.slot = k->slot;
+    readback.out = data;
+  }
+  (void)flushLocked("copy_from_device", fold ? &readback : nullptr);
   absl::Status deferred = std::exchange(deferredError_, absl::OkStatus());
   SINTER_RETURN_IF_ERROR(deferred);
   SINTER_RETURN_IF_ERROR(fault::check(fault::Site::HostRead, "copy_from_device")); // tests only
+  if (readback.done) {
+    ++stats_.foldedReads;
+    return absl::OkStatus();
+  }
   auto start = std::chrono::steady_clock::now();
   absl::Status read = memory_->read(handle, data);
   stats_.readSeconds +=
@@ -225,7 +238,7 @@ void LazyBackend::releasePendingFrees() {
   pendingFrees_.clear();
 }
 
-absl::Status LazyBackend::flushLocked(const char *why) {
+absl::Status LazyBackend::flushLocked(const char *why, PlanReadback *readback) {
   if (trace_.entries.empty()) {
     releasePendingFrees();
     return deferredError_;
@@ -261,6 +274,7 @@ absl::Status LazyBackend::flushLocked(const char *why) {
     PlanArgs args{slotData, lookup->params, trace_.payloads, slotHandles_};
     if (onDevice)
       args.slotDevice = slotDevice;
+    args.readback = readback;
     kernels = lookup->plan->numKernels();
     absl::Status run = fault::check(fault::Site::FlushAllocate, "flush"); // tests only
     if (run.ok()) {

@@ -44,8 +44,11 @@ struct LazyStats {
   /// Host time from the end of one flush to the start of the next: the engine's own work and
   /// recording its calls (a decode step's calls, when it flushes once a token).
   double betweenFlushSeconds = 0;
-  /// Host time of copy_from_device after its flush: the device-to-host transfer.
+  /// Host time of copy_from_device after its flush: the device-to-host transfer (none for a
+  /// folded read, which the flush's run time includes).
   double readSeconds = 0;
+  /// copy_from_device calls whose bytes the flush's plan copied out in its own submission.
+  uint64_t foldedReads = 0;
 };
 
 /// Where a lazy backend keeps the bytes of its buffers: host memory by default (HostBufferStore),
@@ -150,7 +153,10 @@ private:
     uint32_t slot = 0;
     uint32_t epoch = 0; // 0: never in a trace (epochs count from 1)
   };
-  absl::Status flushLocked(const char *why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  /// Runs the trace. `readback`, when given, names a read of a slot the plan may fold into its
+  /// own submission.
+  absl::Status flushLocked(const char *why, PlanReadback *readback = nullptr)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   /// The entry of a live handle, or null when it is unknown or freed.
   Known *known(BufferHandle handle) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   /// The handle's slot in the pending trace, adding it on first use.

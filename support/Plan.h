@@ -18,6 +18,15 @@
 
 namespace sinter {
 
+/// copy_from_device of a buffer the trace touches, handed to the flush that precedes it: a Plan
+/// that can (the Vulkan one) copies the bytes out in the flush's own submission and sets `done`;
+/// otherwise the caller reads after the run.
+struct PlanReadback {
+  uint32_t slot = 0;         ///< the trace slot read, from byte 0
+  absl::Span<uint8_t> out;   ///< where the bytes go
+  bool done = false;         ///< set by the Plan when `out` holds them
+};
+
 /// What one replay of a Plan gets: the memory of each trace slot, the values of the Plan's
 /// parameters (in the order of the IntSlots it was compiled with) and the upload payloads.
 struct PlanArgs {
@@ -29,6 +38,8 @@ struct PlanArgs {
   /// The buffer store's device reference of each slot (LazyBackend's BufferStore::deviceRef) when
   /// the bytes live in device memory; then slotData holds nulls. Empty for host memory.
   absl::Span<void *const> slotDevice = {};
+  /// A read that follows the run (null: none); see PlanReadback.
+  PlanReadback *readback = nullptr;
 };
 
 /// An executable form of one trace structure.

@@ -189,6 +189,15 @@ void BM_VulkanDecode(benchmark::State &state, std::string preset, Mode mode) {
   VulkanBackendOptions vulkan;
   vulkan.replay = mode != Mode::FusedRecord;
   vulkan.stats = std::make_shared<runtime::vulkan::VulkanStatsSink>();
+  // The backend's device, made here so that every queue submission counts (the logits' read
+  // included: queue_submits_per_token).
+  auto created = runtime::vulkan::VulkanDevice::create();
+  if (!created.ok()) {
+    state.SkipWithError(std::string(created.status().message()).c_str());
+    return;
+  }
+  std::shared_ptr<runtime::vulkan::VulkanDevice> device = std::move(*created);
+  vulkan.device = device;
   // fused_prefetch_off: no product prefetches W before quantizing x (SINTER_VK_QMATMUL's
   // prefetch=0 after whatever it says), for the one-wave choice side by side.
   const char *knobs = std::getenv("SINTER_VK_QMATMUL");
@@ -214,6 +223,7 @@ void BM_VulkanDecode(benchmark::State &state, std::string preset, Mode mode) {
   }
   runtime::LazyStats before = statsOf(**backend);
   runtime::vulkan::VulkanCompilerStats vkBefore = vulkan.stats->get();
+  const uint64_t queueBefore = device->queueSubmissions();
   auto start = Clock::now();
   uint32_t step = 0;
   const uint32_t vocab = weights.config.vocabSize;
@@ -243,6 +253,9 @@ void BM_VulkanDecode(benchmark::State &state, std::string preset, Mode mode) {
   state.counters["dispatches_per_token"] =
       double(vkAfter.dispatches - vkBefore.dispatches) / tokens;
   state.counters["submits_per_token"] = double(vkAfter.submissions - vkBefore.submissions) / tokens;
+  state.counters["queue_submits_per_token"] =
+      double(device->queueSubmissions() - queueBefore) / tokens;
+  state.counters["folded_reads_per_token"] = double(after.foldedReads - before.foldedReads) / tokens;
   state.counters["barriers_per_token"] = double(vkAfter.barriers - vkBefore.barriers) / tokens;
   state.counters["kernel_ms"] = (vkAfter.kernelSeconds - vkBefore.kernelSeconds) * 1e3 / tokens;
   state.counters["plan_misses"] = double(after.cache.misses - before.cache.misses);

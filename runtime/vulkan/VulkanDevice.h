@@ -211,6 +211,9 @@ public:
   /// Submits one primary command buffer to the compute queue and waits for it. Maps the result
   /// (and the fault hook's) to a Status; after device loss every later submit is Unavailable.
   absl::Status submitAndWait(VkCommandBuffer cmd);
+  /// vkQueueSubmit calls so far, from every user of the device (plans, reads, writes, one-off
+  /// dispatches): a decode step's count is its submissions, read-back included.
+  uint64_t queueSubmissions() const;
   /// A one-time-submit command buffer from the device's pool, begun; give it to endOneShot.
   absl::StatusOr<VkCommandBuffer> beginOneShot();
   /// Ends, submits and waits for a command buffer from beginOneShot, then frees it.
@@ -264,6 +267,7 @@ private:
   mutable absl::Mutex submitMutex_;
   VkResult injectedFault_ ABSL_GUARDED_BY(submitMutex_) = VK_SUCCESS;
   bool lost_ ABSL_GUARDED_BY(submitMutex_) = false;
+  uint64_t queueSubmissions_ ABSL_GUARDED_BY(submitMutex_) = 0;
 };
 
 } // namespace sinter::runtime::vulkan

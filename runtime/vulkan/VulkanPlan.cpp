@@ -690,9 +690,41 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
     device_->staging().reset();
     return status;
   }
+  // A read that follows the flush (copy_from_device of a slot): its copy into staging ends this
+  // submission, so the bytes come back without a second one. The same read each token (the
+  // logits) records the same commands, so the command buffer is still replayed.
+  StagingSpan readSpan;
+  if (PlanReadback *rb = args.readback; rb && !rb->out.empty() && rb->slot < numSlots_) {
+    const auto *src = static_cast<const BufferRef *>(args.slotDevice[rb->slot]);
+    StagingRing &ring = device_->staging();
+    // A buffer of at most 1 MiB is copied whole, so that reads of a changing length (a growing
+    // context's scores) still record the same commands.
+    const uint64_t bytes =
+        src && src->size <= (uint64_t(1) << 20) ? std::max<uint64_t>(src->size, rb->out.size())
+                                                : rb->out.size();
+    if (src && rb->out.size() <= src->size && ring.remaining() >= bytes + 16) {
+      absl::StatusOr<StagingSpan> span = ring.take(bytes);
+      if (span.ok()) {
+        readSpan = *span;
+        commands_.push_back(barrierCommand(kWorkStages,
+                                           VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                                           VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                           VK_ACCESS_TRANSFER_READ_BIT));
+        commands_.push_back(
+            copyCommand(src->buffer, src->offset, readSpan.buffer, readSpan.offset, bytes));
+        commands_.push_back(barrierCommand(VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                           VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+                                           VK_ACCESS_HOST_READ_BIT));
+      }
+    }
+  }
   // No exit barrier: every later command buffer starts with the entry barrier. A split flush
   // (or one that zeroed the attention scratch) is not kept: the next run's commands differ.
   SINTER_RETURN_IF_ERROR(submitCommands(steps_.size(), replay_ && !split && !zeroAttention));
+  if (readSpan.data) { // the ring was reset after the wait, not overwritten: nothing runs now
+    std::memcpy(args.readback->out.data(), readSpan.data, args.readback->out.size());
+    args.readback->done = true;
+  }
   descriptors.trim();
   if (timed_)
     collectTimes(dispatchSteps, hostSeconds_);

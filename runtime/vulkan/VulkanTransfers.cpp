@@ -53,6 +53,11 @@ bool VulkanDevice::deviceLost() const {
   return lost_;
 }
 
+uint64_t VulkanDevice::queueSubmissions() const {
+  absl::MutexLock lock(&submitMutex_);
+  return queueSubmissions_;
+}
+
 absl::Status VulkanDevice::submitAndWait(VkCommandBuffer cmd) {
   absl::MutexLock lock(&submitMutex_);
   if (lost_)
@@ -67,6 +72,7 @@ absl::Status VulkanDevice::submitAndWait(VkCommandBuffer cmd) {
     info.commandBufferCount = 1;
     info.pCommandBuffers = &cmd;
     r = vkQueueSubmit(queue_, 1, &info, fence_);
+    ++queueSubmissions_;
     if (r == VK_SUCCESS) {
       what = "vulkan: vkWaitForFences";
       r = vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX);

@@ -11,6 +11,7 @@
 
 #include "VulkanTestUtil.h"
 #include "backends/ReferenceBackend.h"
+#include "runtime/LazyBackend.h"
 #include "runtime/vulkan/DescriptorCache.h"
 #include "runtime/vulkan/VulkanMemory.h"
 #include "gmock/gmock.h"
@@ -466,6 +467,52 @@ TEST_F(VulkanBackendTest, EagerModeRunsAndWaitsForEveryCall) {
   for (uint32_t i = 0; i < n; ++i)
     ASSERT_EQ(got[i], (a[i] + a[i]) * a[i]) << i;
   EXPECT_EQ(stats_->get().barriers, 0u) << "one op per command buffer";
+}
+
+// copy_from_device of a buffer the pending work writes: the flush's own submission copies the
+// bytes out (a decode step's logits: one submission a token, not two), and the same read every
+// flush keeps the command buffer replayed. A read of a buffer no pending work touches, and a
+// read of part of a buffer, come back right too.
+TEST_F(VulkanBackendTest, AReadOfPendingWorkComesBackInTheFlushSubmission) {
+  ComputeBackend &b = make();
+  auto &lazy = dynamic_cast<runtime::LazyBackend &>(b);
+  const uint32_t n = 1000;
+  std::vector<float> a = random(n, 31), c = random(n, 32);
+  BufferHandle ha = buffer(b, a), hc = buffer(b, c);
+  BufferHandle x = b.allocate(n * 4).value(), y = b.allocate(n * 4).value();
+  auto expectY = [&](const std::vector<float> &got, size_t count, int iter) {
+    for (size_t i = 0; i < count; ++i)
+      ASSERT_EQ(got[i], (a[i] + c[i]) * c[i]) << "y at " << i << ", iteration " << iter;
+  };
+  for (int iter = 0; iter < 5; ++iter) {
+    a[0] = float(iter);
+    ASSERT_TRUE(b.copyToDevice(runtime::vulkan::test::asBytes(a), ha).ok()); // written now
+    const uint64_t submitsBefore = device_->queueSubmissions();
+    const uint64_t foldedBefore = lazy.stats().foldedReads;
+    ASSERT_TRUE(b.add(ha, hc, x, n).ok());
+    ASSERT_TRUE(b.elementMul(x, hc, y, n).ok());
+    expectY(read(b, y, n), n, iter);
+    EXPECT_EQ(device_->queueSubmissions() - submitsBefore, 1u) << "iteration " << iter;
+    EXPECT_EQ(lazy.stats().foldedReads - foldedBefore, 1u) << "iteration " << iter;
+    // x: no pending work, an ordinary read (a submission of its own).
+    std::vector<float> gotX = read(b, x, n);
+    for (uint32_t i = 0; i < n; ++i)
+      ASSERT_EQ(gotX[i], a[i] + c[i]) << "x at " << i << ", iteration " << iter;
+    EXPECT_EQ(device_->queueSubmissions() - submitsBefore, 2u) << "iteration " << iter;
+    EXPECT_EQ(lazy.stats().foldedReads - foldedBefore, 1u) << "iteration " << iter;
+  }
+  EXPECT_EQ(stats_->get().recordings, 1u) << "the same read each flush: replayed";
+  EXPECT_EQ(stats_->get().replays, 4u);
+  // Another slot read, and only the first 10 floats of it: new commands, recorded again.
+  ASSERT_TRUE(b.add(ha, hc, x, n).ok());
+  ASSERT_TRUE(b.elementMul(x, hc, y, n).ok());
+  std::vector<float> head(10, -1.0f);
+  ASSERT_TRUE(b.copyFromDevice(x, runtime::vulkan::test::asWritableBytes(head)).ok());
+  for (uint32_t i = 0; i < 10; ++i)
+    ASSERT_EQ(head[i], a[i] + c[i]) << "x at " << i;
+  EXPECT_EQ(lazy.stats().foldedReads, 6u);
+  EXPECT_EQ(stats_->get().recordings, 2u);
+  expectY(read(b, y, n), n, 5);
 }
 
 TEST_F(VulkanBackendTest, StatsModeTimesEveryKernel) {

@@ -61,10 +61,15 @@ TEST_P(VulkanStories260K, DecodesTheGolden) {
   ASSERT_TRUE(decoder.ok()) << decoder.status();
   model::Sampler greedy({});
   const uint32_t prompt[] = {1};
+  const uint64_t runsBefore = vulkan.stats->get().runs;
+  const uint64_t submitsBefore = device->queueSubmissions();
   auto tokens = model::generate(**decoder, prompt, uint32_t(kGolden.size()), greedy, 1u);
   ASSERT_TRUE(tokens.ok()) << tokens.status();
   EXPECT_EQ(*tokens, kGolden);
   runtime::vulkan::VulkanCompilerStats s = vulkan.stats->get();
+  // One queue submission a token, the logits' read-back included (it ends the flush's commands).
+  EXPECT_EQ(device->queueSubmissions() - submitsBefore, s.runs - runsBefore);
+  EXPECT_EQ(s.runs - runsBefore, kGolden.size()) << "a flush a token";
   EXPECT_GE(s.runs, kGolden.size());
   EXPECT_EQ(s.submissions, s.runs) << "one submission per flush";
   EXPECT_LE(s.plans, 8u) << "a decode loop compiles a few plans, then replays them";

@@ -173,7 +173,7 @@ absl::Status LazyBackend::copyToDevice(absl::Span<const uint8_t> data, BufferHan
                                               [&](BufferHandle h) { return liveSize(h); }));
   if (data.empty())
     return absl::OkStatus(); // writes nothing: no upload to record (found by tests/fuzz/CApiFuzz)
-  Known *k = known(handle); // live: validated above
+  Known *k = known(handle);  // live: validated above
   if (!inTrace(*k)) {
     // No pending op touches the buffer, so writing now is the same as writing in order; this
     // keeps weight uploads from being copied twice.

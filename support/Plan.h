@@ -22,9 +22,9 @@ namespace sinter {
 /// that can (the Vulkan one) copies the bytes out in the flush's own submission and sets `done`;
 /// otherwise the caller reads after the run.
 struct PlanReadback {
-  uint32_t slot = 0;         ///< the trace slot read, from byte 0
-  absl::Span<uint8_t> out;   ///< where the bytes go
-  bool done = false;         ///< set by the Plan when `out` holds them
+  uint32_t slot = 0;       ///< the trace slot read, from byte 0
+  absl::Span<uint8_t> out; ///< where the bytes go
+  bool done = false;       ///< set by the Plan when `out` holds them
 };
 
 /// What one replay of a Plan gets: the memory of each trace slot, the values of the Plan's

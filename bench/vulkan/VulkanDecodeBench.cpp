@@ -255,7 +255,8 @@ void BM_VulkanDecode(benchmark::State &state, std::string preset, Mode mode) {
   state.counters["submits_per_token"] = double(vkAfter.submissions - vkBefore.submissions) / tokens;
   state.counters["queue_submits_per_token"] =
       double(device->queueSubmissions() - queueBefore) / tokens;
-  state.counters["folded_reads_per_token"] = double(after.foldedReads - before.foldedReads) / tokens;
+  state.counters["folded_reads_per_token"] =
+      double(after.foldedReads - before.foldedReads) / tokens;
   state.counters["barriers_per_token"] = double(vkAfter.barriers - vkBefore.barriers) / tokens;
   state.counters["kernel_ms"] = (vkAfter.kernelSeconds - vkBefore.kernelSeconds) * 1e3 / tokens;
   state.counters["plan_misses"] = double(after.cache.misses - before.cache.misses);

@@ -699,17 +699,16 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
     StagingRing &ring = device_->staging();
     // A buffer of at most 1 MiB is copied whole, so that reads of a changing length (a growing
     // context's scores) still record the same commands.
-    const uint64_t bytes =
-        src && src->size <= (uint64_t(1) << 20) ? std::max<uint64_t>(src->size, rb->out.size())
-                                                : rb->out.size();
+    const uint64_t bytes = src && src->size <= (uint64_t(1) << 20)
+                               ? std::max<uint64_t>(src->size, rb->out.size())
+                               : rb->out.size();
     if (src && rb->out.size() <= src->size && ring.remaining() >= bytes + 16) {
       absl::StatusOr<StagingSpan> span = ring.take(bytes);
       if (span.ok()) {
         readSpan = *span;
-        commands_.push_back(barrierCommand(kWorkStages,
-                                           VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
-                                           VK_PIPELINE_STAGE_TRANSFER_BIT,
-                                           VK_ACCESS_TRANSFER_READ_BIT));
+        commands_.push_back(
+            barrierCommand(kWorkStages, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                           VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT));
         commands_.push_back(
             copyCommand(src->buffer, src->offset, readSpan.buffer, readSpan.offset, bytes));
         commands_.push_back(barrierCommand(VK_PIPELINE_STAGE_TRANSFER_BIT,

@@ -1,0 +1,260 @@
+// VulkanCompiler.cpp - KernelProgram -> a plan's steps: a pipeline per KernelSpec key (built
+// once by the injected builder), launches planned by LaunchGroups, fused launches that cannot be
+// built planned again without their cache tails or run as their members (logged), and each
+// step's slot accesses for the barriers. VulkanPlan.cpp runs the steps.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/FaultInjection.h"
+#include "runtime/vulkan/LaunchGroups.h"
+#include "runtime/vulkan/PlanSteps.h"
+#include "runtime/vulkan/VulkanPlan.h"
+#include "sinter/Status.h"
+
+namespace sinter::runtime::vulkan {
+namespace {
+
+// The slots a fused launch touches: every member's, except the output of a member the kernel
+// does not store, and reads of what an earlier member produced (the kernel passes those values
+// on in registers: the products after an rms_norm prologue read the norm's input, not its
+// output). False when they are more than a step can track.
+bool launchAccesses(const Launch &l, StepAccesses *out) {
+  *out = StepAccesses{};
+  std::vector<uint32_t> produced;
+  for (size_t m = 0; m < l.members.size(); ++m) {
+    StepAccesses one = accessesOf(l.members[m].entry);
+    bool unstored = (l.spec.unstoredOutputs >> m) & 1;
+    for (int i = 0; i < one.count; ++i) {
+      bool write = one.writes(i) && !unstored;
+      bool read = one.reads(i) &&
+                  std::find(produced.begin(), produced.end(), one.slots[i]) == produced.end();
+      if ((read || write) && !out->add(one.slots[i], read, write))
+        return false;
+    }
+    for (int i = 0; i < one.count; ++i)
+      if (one.writes(i))
+        produced.push_back(one.slots[i]);
+  }
+  return true;
+}
+
+} // namespace
+
+VulkanCompiler::VulkanCompiler(std::shared_ptr<VulkanDevice> device, VulkanKernelBuilder builder,
+                               VulkanCompilerOptions options)
+    : device_(std::move(device)), builder_(std::move(builder)), options_(options),
+      shared_(options_.stats ? options_.stats : std::make_shared<Shared>()) {}
+
+VulkanCompiler::~VulkanCompiler() = default;
+
+absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compile(const Trace &trace,
+                                                              const std::vector<IntSlot> &params) {
+  return compileProgram(unfusedProgram(trace, params));
+}
+
+const VulkanCompiler::Built &VulkanCompiler::kernelFor(const codegen::KernelSpec &spec) {
+  std::string key = spec.key();
+  auto found = kernels_.find(key);
+  if (found != kernels_.end()) {
+    absl::MutexLock lock(&shared_->mu);
+    ++shared_->stats.kernelHits;
+    return *found->second;
+  }
+  auto built = std::make_unique<Built>();
+  // The test-only compile fault applies to fused kernels, the ones with a fallback (their
+  // members); a single-op kernel that cannot be built fails the compilation instead.
+  bool fused = !spec.prologue.empty() || !spec.epilogue.empty() || spec.attentionOverHeads;
+  absl::StatusOr<VulkanKernel> kernel = fused && fault::fires(fault::Site::KernelCompile)
+                                            ? absl::InternalError("injected kernel-compile fault")
+                                        : builder_
+                                            ? builder_(spec)
+                                            : absl::UnimplementedError("no SPIR-V kernel builder");
+  if (kernel.ok()) {
+    built->kernel = std::move(kernel).value();
+    absl::StatusOr<const Pipeline *> p = device_->pipelines().get(built->kernel.binary);
+    if (p.ok())
+      built->pipeline = *p;
+    else
+      built->status = p.status();
+  } else {
+    built->status = kernel.status();
+  }
+  {
+    absl::MutexLock lock(&shared_->mu);
+    shared_->stats.kernelsBuilt += built->status.ok();
+  }
+  return *kernels_.emplace(std::move(key), std::move(built)).first->second;
+}
+
+absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const KernelProgram &program) {
+  std::vector<Step> steps;
+  std::string description;
+  size_t numSlots = 0;
+  auto addSlots = [&](const Step &s) {
+    for (int i = 0; i < s.access.count; ++i)
+      numSlots = std::max<size_t>(numSlots, s.access.slots[i] + 1);
+  };
+  // The single-op kernel of one member (an op with none fails the compilation).
+  auto singleKernel = [&](const KernelMember &member, size_t k,
+                          const Kernel &kernel) -> absl::StatusOr<const Built *> {
+    codegen::KernelSpec spec = codegen::singleOpSpec(member.entry.op, paramMaskOf(member));
+    // A product's row count, where it is not a parameter: schedules that depend on the grid's
+    // size (SpirvTarget::computeUnits) need it.
+    if (member.entry.op.kind == OpKind::QuantizedMatmul && member.paramOf[0] < 0 &&
+        member.entry.op.ints[0] <= UINT32_MAX)
+      spec.rowsHint = static_cast<uint32_t>(member.entry.op.ints[0]);
+    const Built &built = kernelFor(spec);
+    if (!built.status.ok())
+      return absl::Status(
+          built.status.code() == absl::StatusCode::kUnimplemented ? built.status.code()
+                                                                  : absl::StatusCode::kInternal,
+          absl::StrCat("vulkan: no kernel for ", describeOp(member.entry.op), " (", spec.name(),
+                       ", kernel #", k, " '", kernel.name, "'): ", built.status.message()));
+    return &built;
+  };
+  for (size_t k = 0; k < program.kernels.size(); ++k) {
+    const Kernel &kernel = program.kernels[k];
+    std::vector<Launch> launches;
+    std::vector<const Built *> fusedBuilt;
+    std::vector<StepAccesses> fusedAccess;
+    // A fused launch the generator cannot build: the kernel is planned again without rope and
+    // cache-copy epilogues when it had them, else it goes back to its members.
+    for (int attempt = 0; attempt < 2 && kernel.ops.size() > 1; ++attempt) {
+      LaunchOptions launchOptions;
+      launchOptions.cacheTails = attempt == 0;
+      launches = planLaunches(kernel, launchOptions);
+      bool tails = std::any_of(launches.begin(), launches.end(), hasCacheTail);
+      fusedBuilt.assign(launches.size(), nullptr);
+      fusedAccess.assign(launches.size(), StepAccesses{});
+      std::string why;
+      size_t failed = 0;
+      bool compiled = true;
+      for (size_t l = 0; l < launches.size() && why.empty(); ++l) {
+        if (launches[l].kind == Launch::Kind::Single)
+          continue;
+        const Built &built = kernelFor(launches[l].spec);
+        if (!built.status.ok())
+          why = std::string(built.status.message());
+        else if (!launchAccesses(launches[l], &fusedAccess[l]))
+          why = "it touches more buffers than a step tracks";
+        if (why.empty())
+          fusedBuilt[l] = &built;
+        failed = l;
+        compiled = built.status.ok();
+      }
+      if (why.empty())
+        break;
+      if (options_.logFallbacks &&
+          loggedFallbacks_.emplace(kernel.name + (tails ? "/tails" : ""), true).second)
+        std::fprintf(
+            stderr, "sinter: vulkan: fused kernel '%s' %s (kernel %s: %s); %s\n",
+            kernel.name.c_str(), compiled ? "cannot be launched" : "failed to compile",
+            launches[failed].spec.name().c_str(), why.c_str(),
+            tails ? "its rope and cache copies launch on their own"
+                  : absl::StrCat("its ", kernel.ops.size(), " member ops run as single-op kernels")
+                        .c_str());
+      {
+        absl::MutexLock lock(&shared_->mu);
+        ++shared_->stats.fusedFallbacks;
+      }
+      launches.clear();
+      if (!tails)
+        break;
+    }
+    if (launches.empty())
+      for (const KernelMember &member : kernel.ops) {
+        Launch one;
+        one.members.push_back(member);
+        launches.push_back(std::move(one));
+      }
+    for (size_t l = 0; l < launches.size(); ++l) {
+      const Launch &launch = launches[l];
+      if (launch.kind != Launch::Kind::Single) {
+        Step s;
+        s.kind = Step::Kind::Dispatch;
+        s.anchor = static_cast<uint8_t>(launch.spec.prologue.size());
+        s.member = launch.members[s.anchor];
+        s.members = launch.members;
+        s.kernelIndex = static_cast<uint32_t>(k);
+        s.built = fusedBuilt[l];
+        s.access = fusedAccess[l];
+        s.indirect =
+            !s.built->kernel.perHead && (paramMaskOf(s.member) & s.built->kernel.gridInts) != 0;
+        if (launch.kind == Launch::Kind::Attention) {
+          auto heads = std::make_shared<HeadFallback>();
+          heads->members = launch.headMembers;
+          heads->words = launch.attentionWords;
+          for (const KernelMember &m : launch.headMembers) {
+            SINTER_ASSIGN_OR_RETURN(const Built *b, singleKernel(m, k, kernel));
+            heads->built.push_back(b);
+            heads->access.push_back(accessesOf(m.entry));
+          }
+          s.heads = std::move(heads);
+        }
+        addSlots(s);
+        absl::StrAppend(&description, "kernel ", k, " ", kernel.name, ": spirv ",
+                        s.built->kernel.name, " (",
+                        launch.kind == Launch::Kind::Attention
+                            ? absl::StrCat(launch.attentionWords[0], " heads")
+                            : absl::StrCat(launch.members.size(), " ops"),
+                        "): ", describeOp(s.member.entry.op), "\n");
+        steps.push_back(std::move(s));
+        continue;
+      }
+      const KernelMember &member = launch.members[0];
+      Step s;
+      s.member = member;
+      s.kernelIndex = static_cast<uint32_t>(k);
+      s.access = accessesOf(member.entry);
+      addSlots(s);
+      const TraceEntry &e = member.entry;
+      if (e.kind == TraceEntry::Kind::Upload) {
+        s.kind = Step::Kind::Upload;
+        absl::StrAppend(&description, "host copy ", k, ": slot ", e.uploadSlot, " ", e.uploadBytes,
+                        " bytes\n");
+        steps.push_back(std::move(s));
+        continue;
+      }
+      if (e.op.kind == OpKind::CopyBuffer || e.op.kind == OpKind::CopyBufferOffset) {
+        // A copy whose offsets or size are parameters (the embedding row of the token) would
+        // change the commands every run: with replay on, it runs as the generated copy kernel,
+        // its integers in the parameter buffer (vkCmdCopyBuffer when there is none).
+        if (options_.replay && paramMaskOf(member) != 0) {
+          const Built &copy = kernelFor(codegen::singleOpSpec(e.op, paramMaskOf(member)));
+          if (copy.status.ok() && copy.kernel.paramWords > 0) {
+            s.built = &copy;
+            s.members = {member};
+            absl::StrAppend(&description, "kernel ", k, " ", kernel.name, ": spirv ",
+                            copy.kernel.name, ": ", describeOp(e.op), "\n");
+            steps.push_back(std::move(s));
+            continue;
+          }
+        }
+        s.kind = Step::Kind::Copy;
+        absl::StrAppend(&description, "kernel ", k, " ", kernel.name,
+                        ": vkCmdCopyBuffer: ", describeOp(e.op), "\n");
+        steps.push_back(std::move(s));
+        continue;
+      }
+      SINTER_ASSIGN_OR_RETURN(s.built, singleKernel(member, k, kernel));
+      s.members = {member};
+      s.indirect = (paramMaskOf(member) & s.built->kernel.gridInts) != 0;
+      absl::StrAppend(&description, "kernel ", k, " ", kernel.name, ": spirv ",
+                      s.built->kernel.name, ": ", describeOp(e.op), "\n");
+      steps.push_back(std::move(s));
+    }
+  }
+  {
+    absl::MutexLock lock(&shared_->mu);
+    ++shared_->stats.plans;
+  }
+  return makeVulkanPlan(device_, shared_, std::move(steps), program.numLaunches(), numSlots,
+                        std::move(description), options_.printKernelTimes,
+                        options_.failOnValidationMessages, options_.replay);
+}
+
+VulkanCompilerStats VulkanCompiler::stats() const { return shared_->get(); }
+
+} // namespace sinter::runtime::vulkan

@@ -90,6 +90,33 @@ PlanCache::Entry *PlanCache::find(const Trace &trace, uint64_t hash) const {
   return nullptr;
 }
 
+bool PlanCache::matches(const Entry &entry, const Trace &trace, std::vector<IntSlot> *changed) {
+  const Trace &skeleton = entry.skeleton;
+  if (skeleton.buffers.size() != trace.buffers.size() ||
+      skeleton.entries.size() != trace.entries.size())
+    return false;
+  for (size_t i = 0; i < trace.buffers.size(); ++i)
+    if (skeleton.buffers[i].sizeBytes != trace.buffers[i].sizeBytes ||
+        skeleton.buffers[i].observable != trace.buffers[i].observable)
+      return false;
+  changed->clear();
+  for (uint32_t i = 0; i < trace.entries.size(); ++i) {
+    const TraceEntry &e = trace.entries[i];
+    const TraceEntry &fixed = skeleton.entries[i];
+    if (!sameEntryStructure(fixed, e)) {
+      changed->clear();
+      return false;
+    }
+    if (e.kind != TraceEntry::Kind::Op)
+      continue;
+    const uint8_t numInts = opInfo(e.op.kind).numInts;
+    for (uint8_t j = 0; j < numInts; ++j)
+      if (!(entry.isParam[i] >> j & 1) && e.op.ints[j] != fixed.op.ints[j])
+        changed->push_back({i, j});
+  }
+  return true;
+}
+
 void PlanCache::touch(Entry *entry) { lru_.splice(lru_.begin(), lru_, entry->lruPos); }
 
 void PlanCache::evictIfFull() {
@@ -102,6 +129,8 @@ void PlanCache::evictIfFull() {
                               [&](const std::unique_ptr<Entry> &e) { return e.get() == victim; }));
     if (bucket.empty())
       entries_.erase(hash);
+    if (last_ == victim)
+      last_ = nullptr;
     ++stats_.evictions;
   }
 }
@@ -112,23 +141,23 @@ std::vector<IntSlot> PlanCache::parametersFor(const Trace &trace) const {
 }
 
 absl::StatusOr<PlanCache::Lookup> PlanCache::lookup(const Trace &trace) {
-  uint64_t hash = structuralHash(trace);
-  Entry *entry = find(trace, hash);
   Lookup result;
-
   // Integers that differ from the skeleton at positions that are still fixed.
   std::vector<IntSlot> changed;
-  if (entry) {
-    for (uint32_t i = 0; i < trace.entries.size(); ++i) {
-      const TraceEntry &e = trace.entries[i];
-      if (e.kind != TraceEntry::Kind::Op)
-        continue;
-      const auto &fixed = entry->skeleton.entries[i].op.ints;
-      uint8_t numInts = opInfo(e.op.kind).numInts;
-      for (uint8_t j = 0; j < numInts; ++j)
-        if (!(entry->isParam[i] >> j & 1) && e.op.ints[j] != fixed[j])
-          changed.push_back({i, j});
-    }
+  Entry *entry = nullptr;
+  uint64_t hash = 0;
+  if (last_ && matches(*last_, trace, &changed)) {
+    entry = last_;
+    hash = entry->hash;
+  } else {
+    hash = structuralHash(trace);
+    auto it = entries_.find(hash);
+    if (it != entries_.end())
+      for (const std::unique_ptr<Entry> &e : it->second)
+        if (matches(*e, trace, &changed)) {
+          entry = e.get();
+          break;
+        }
   }
 
   if (!entry || !changed.empty()) {
@@ -170,6 +199,7 @@ absl::StatusOr<PlanCache::Lookup> PlanCache::lookup(const Trace &trace) {
     result.hit = true;
   }
   touch(entry);
+  last_ = entry;
   result.plan = entry->plan.get();
   result.params.reserve(entry->params.size());
   for (IntSlot p : entry->params)

@@ -63,6 +63,9 @@ public:
 private:
   struct Entry;
   Entry *find(const Trace &trace, uint64_t hash) const;
+  /// True when `trace` has `entry`'s structure; then `changed` gets the integers that differ
+  /// from the skeleton where they are still fixed (one pass over the entries).
+  static bool matches(const Entry &entry, const Trace &trace, std::vector<IntSlot> *changed);
   void touch(Entry *entry);
   void evictIfFull();
 
@@ -70,6 +73,9 @@ private:
   size_t capacity_;
   absl::flat_hash_map<uint64_t, std::vector<std::unique_ptr<Entry>>> entries_;
   std::list<Entry *> lru_; ///< most recently used first
+  /// The entry of the last lookup, compared first: a decode loop flushes one structure again
+  /// and again, and that comparison needs no hash of the trace.
+  Entry *last_ = nullptr;
   PlanCacheStats stats_;
 };
 

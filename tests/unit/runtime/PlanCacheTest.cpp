@@ -123,6 +123,40 @@ TEST(PlanCacheTest, LeastRecentlyUsedStructureIsEvicted) {
   EXPECT_FALSE(again16->hit);
 }
 
+// The last lookup's entry is compared first (no hash); other structures still find theirs, and
+// evicting that entry leaves nothing dangling (the ASan twin of this test would say).
+TEST(PlanCacheTest, AlternatingStructuresHitAndTheLastEntryMayBeEvicted) {
+  CountingCompiler compiler;
+  PlanCache cache(compiler, /*capacity=*/2);
+  ASSERT_TRUE(cache.lookup(makeTrace(0, 8)).ok());
+  ASSERT_TRUE(cache.lookup(makeTrace(0, 16)).ok());
+  for (uint32_t i = 0; i < 6; ++i) {
+    auto r = cache.lookup(makeTrace(0, i % 2 ? 16 : 8));
+    ASSERT_TRUE(r.ok());
+    EXPECT_TRUE(r->hit) << "lookup " << i;
+  }
+  EXPECT_EQ(compiler.compiles, 2);
+  // A structure whose position changed, right after the other: found through its hash, and
+  // the changed integer becomes a parameter (a rediscovery, not a new structure).
+  auto moved = cache.lookup(makeTrace(5, 8));
+  ASSERT_TRUE(moved.ok());
+  EXPECT_FALSE(moved->hit);
+  EXPECT_EQ(moved->params, std::vector<uint64_t>{5});
+  EXPECT_EQ(cache.stats().rediscoveries, 1u);
+  EXPECT_EQ(cache.stats().newStructures, 2u);
+
+  PlanCache one(compiler, /*capacity=*/1);
+  ASSERT_TRUE(one.lookup(makeTrace(0, 8)).ok());
+  ASSERT_TRUE(one.lookup(makeTrace(0, 16)).ok()); // evicts the last entry (8)
+  auto again = one.lookup(makeTrace(0, 8));
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->hit);
+  EXPECT_EQ(one.stats().evictions, 2u);
+  auto same = one.lookup(makeTrace(0, 8));
+  ASSERT_TRUE(same.ok());
+  EXPECT_TRUE(same->hit);
+}
+
 TEST(PlanCacheTest, CompileFailureIsReturnedAndNotCached) {
   CountingCompiler compiler;
   compiler.fail = true;

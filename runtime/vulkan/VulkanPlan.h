@@ -10,7 +10,9 @@
 // those of the plan's previous run (the decode's case: same buffers, new position and token),
 // the command buffer that run recorded is submitted again: the host records nothing. Only when
 // the uploads of a flush do not fit in the staging ring is the flush split (submit, wait,
-// continue), and such a run is not kept for replay.
+// continue), and such a run is not kept for replay. A copy_from_device that ends the flush
+// (PlanReadback: the decode's logits) is copied into staging by the same command buffer, so a
+// decode step is one queue submission.
 //
 // A fused kernel the builder cannot generate (Unimplemented) runs as its member ops' single-op
 // kernels, logged once per kernel; an op with no single-op kernel fails the compilation with

@@ -94,15 +94,9 @@ absl::StatusOr<BufferHandle> LazyBackend::allocate(uint64_t sizeBytes) {
 }
 
 LazyBackend::Known *LazyBackend::known(BufferHandle handle) {
-  if (auto it = known_.find(handle.id); it != known_.end())
-    return &it->second;
-  // Not allocated through this backend (or freed): the store has the last word.
-  if (zombies_.contains(handle.id) || !memory_->contains(handle))
-    return nullptr;
-  absl::StatusOr<uint64_t> size = memory_->size(handle);
-  if (!size.ok())
-    return nullptr;
-  return &(known_[handle.id] = Known{*size, 0, 0});
+  // The store is the backend's own: every live buffer was allocated through allocate().
+  auto it = known_.find(handle.id);
+  return it == known_.end() ? nullptr : &it->second;
 }
 
 uint32_t LazyBackend::slotOf(BufferHandle handle, Known &k) {
@@ -140,7 +134,6 @@ absl::Status LazyBackend::submit(const OpCall &op) {
   const int numBuffers = opInfo(op.kind).numBuffers;
   Known *k[3] = {nullptr, nullptr, nullptr};
   uint64_t sizes[3] = {0, 0, 0};
-  const size_t knownBefore = known_.size();
   for (int i = 0; i < numBuffers; ++i) {
     k[i] = known(op.buffers[i]);
     if (!k[i]) { // unknown or freed: the full validation names the argument and the reason
@@ -151,9 +144,6 @@ absl::Status LazyBackend::submit(const OpCall &op) {
     }
     sizes[i] = k[i]->size;
   }
-  if (known_.size() != knownBefore) // known() added a handle: the map may have moved the others
-    for (int i = 0; i < numBuffers; ++i)
-      k[i] = &known_.find(op.buffers[i].id)->second;
   SINTER_RETURN_IF_ERROR(validateOpSizes(op, sizes));
   if (trace_.entries.size() >= options_.maxTraceEntries) {
     ++stats_.sizeLimitFlushes;

@@ -35,6 +35,16 @@ uint32_t floatBits(float f) {
   return bits;
 }
 
+bool sameBuffers(const Trace &a, const Trace &b) {
+  if (a.buffers.size() != b.buffers.size())
+    return false;
+  for (size_t i = 0; i < a.buffers.size(); ++i)
+    if (a.buffers[i].sizeBytes != b.buffers[i].sizeBytes ||
+        a.buffers[i].observable != b.buffers[i].observable)
+      return false;
+  return true;
+}
+
 bool sameEntryStructure(const TraceEntry &a, const TraceEntry &b) {
   if (a.kind != b.kind)
     return false;
@@ -68,12 +78,8 @@ uint64_t PlanCache::structuralHash(const Trace &trace) {
 }
 
 bool PlanCache::sameStructure(const Trace &a, const Trace &b) {
-  if (a.buffers.size() != b.buffers.size() || a.entries.size() != b.entries.size())
+  if (a.entries.size() != b.entries.size() || !sameBuffers(a, b))
     return false;
-  for (size_t i = 0; i < a.buffers.size(); ++i)
-    if (a.buffers[i].sizeBytes != b.buffers[i].sizeBytes ||
-        a.buffers[i].observable != b.buffers[i].observable)
-      return false;
   for (size_t i = 0; i < a.entries.size(); ++i)
     if (!sameEntryStructure(a.entries[i], b.entries[i]))
       return false;
@@ -92,13 +98,8 @@ PlanCache::Entry *PlanCache::find(const Trace &trace, uint64_t hash) const {
 
 bool PlanCache::matches(const Entry &entry, const Trace &trace, std::vector<IntSlot> *changed) {
   const Trace &skeleton = entry.skeleton;
-  if (skeleton.buffers.size() != trace.buffers.size() ||
-      skeleton.entries.size() != trace.entries.size())
+  if (skeleton.entries.size() != trace.entries.size() || !sameBuffers(skeleton, trace))
     return false;
-  for (size_t i = 0; i < trace.buffers.size(); ++i)
-    if (skeleton.buffers[i].sizeBytes != trace.buffers[i].sizeBytes ||
-        skeleton.buffers[i].observable != trace.buffers[i].observable)
-      return false;
   changed->clear();
   for (uint32_t i = 0; i < trace.entries.size(); ++i) {
     const TraceEntry &e = trace.entries[i];

@@ -183,6 +183,11 @@ private:
   /// A copy step compiled as the copy kernel whose buffers this run are too large to bind.
   bool copyTooWideToBind(const Step &s, const PlanArgs &args) const;
   absl::Status nameFailure(absl::Status s, size_t endStep) const;
+  /// A read that follows the flush (copy_from_device of a slot, PlanReadback): its copy into
+  /// staging ends the submission, so the bytes come back without a second one, and the same read
+  /// each token (the logits) records the same commands, so the command buffer is still replayed.
+  /// An empty span when the plan cannot take it (the caller then reads after the run).
+  StagingSpan recordReadback(const PlanArgs &args);
   absl::Status resolveUpload(size_t index, const PlanArgs &args, HazardTracker &hazards);
   absl::Status resolveCopy(const OpCall &op, const PlanArgs &args, HazardTracker &hazards);
   absl::Status resolveDispatch(const VulkanCompiler::Built &built, absl::Span<const OpCall> ops,
@@ -554,6 +559,28 @@ absl::Status VulkanPlanImpl::resolveDispatch(const VulkanCompiler::Built &built,
   return absl::OkStatus();
 }
 
+StagingSpan VulkanPlanImpl::recordReadback(const PlanArgs &args) {
+  PlanReadback *rb = args.readback;
+  if (!rb || rb->out.empty() || rb->slot >= numSlots_)
+    return {};
+  const auto *src = static_cast<const BufferRef *>(args.slotDevice[rb->slot]);
+  if (!src || rb->out.size() > src->size)
+    return {};
+  // A buffer of at most 1 MiB is copied whole, so that reads of a changing length (a growing
+  // context's scores) still record the same commands.
+  const uint64_t bytes = src->size <= (uint64_t(1) << 20) ? src->size : rb->out.size();
+  absl::StatusOr<StagingSpan> span = device_->staging().take(bytes);
+  if (!span.ok()) // no room left in staging: the caller reads after the run instead
+    return {};
+  commands_.push_back(barrierCommand(kWorkStages,
+                                     VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                                     VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT));
+  commands_.push_back(copyCommand(src->buffer, src->offset, span->buffer, span->offset, bytes));
+  commands_.push_back(barrierCommand(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+                                     VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT));
+  return *span;
+}
+
 absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
   if (args.slotDevice.size() < numSlots_)
     return absl::FailedPreconditionError(
@@ -664,33 +691,7 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
     device_->staging().reset();
     return status;
   }
-  // A read that follows the flush (copy_from_device of a slot): its copy into staging ends this
-  // submission, so the bytes come back without a second one. The same read each token (the
-  // logits) records the same commands, so the command buffer is still replayed.
-  StagingSpan readSpan;
-  if (PlanReadback *rb = args.readback; rb && !rb->out.empty() && rb->slot < numSlots_) {
-    const auto *src = static_cast<const BufferRef *>(args.slotDevice[rb->slot]);
-    StagingRing &ring = device_->staging();
-    // A buffer of at most 1 MiB is copied whole, so that reads of a changing length (a growing
-    // context's scores) still record the same commands.
-    const uint64_t bytes = src && src->size <= (uint64_t(1) << 20)
-                               ? std::max<uint64_t>(src->size, rb->out.size())
-                               : rb->out.size();
-    if (src && rb->out.size() <= src->size && ring.remaining() >= bytes + 16) {
-      absl::StatusOr<StagingSpan> span = ring.take(bytes);
-      if (span.ok()) {
-        readSpan = *span;
-        commands_.push_back(
-            barrierCommand(kWorkStages, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
-                           VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT));
-        commands_.push_back(
-            copyCommand(src->buffer, src->offset, readSpan.buffer, readSpan.offset, bytes));
-        commands_.push_back(barrierCommand(VK_PIPELINE_STAGE_TRANSFER_BIT,
-                                           VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
-                                           VK_ACCESS_HOST_READ_BIT));
-      }
-    }
-  }
+  StagingSpan readSpan = recordReadback(args);
   // No exit barrier: every later command buffer starts with the entry barrier. A split flush
   // (or one that zeroed the attention scratch) is not kept: the next run's commands differ.
   SINTER_RETURN_IF_ERROR(submitCommands(steps_.size(), replay_ && !split && !zeroAttention));

@@ -28,6 +28,18 @@ bool replayDisabledByEnv() {
   const char *env = std::getenv("SINTER_VK_REPLAY");
   return env && std::string(env) == "0";
 }
+
+// SINTER_VK_QMATMUL's `pairs=0`: gate and up launch one after the other instead of as one
+// kernel with a sibling product (for side-by-side timing).
+bool siblingProductsDisabledByEnv() {
+  const char *env = std::getenv("SINTER_VK_QMATMUL");
+  if (!env)
+    return false;
+  for (absl::string_view item : absl::StrSplit(env, ',', absl::SkipEmpty()))
+    if (item == "pairs=0")
+      return true;
+  return false;
+}
 } // namespace
 
 bool haveSpirvCodegen() {
@@ -144,6 +156,7 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> createVulkanBackend(const Backen
   compilerOptions.logFallbacks = vulkan.logFallbacks;
   compilerOptions.stats = vulkan.stats;
   compilerOptions.replay = vulkan.replay && !replayDisabledByEnv();
+  compilerOptions.siblingProducts = !siblingProductsDisabledByEnv();
   const char *stats = std::getenv("SINTER_STATS");
   compilerOptions.printKernelTimes = stats && *stats && std::strcmp(stats, "0") != 0;
   VulkanKernelBuilder builder = vulkan.builder

@@ -69,6 +69,17 @@ struct KernelSpec {
   std::string name() const;
 };
 
+/// True when `spec`'s first epilogue member is a second quantized_matmul (the sibling) beside
+/// its quantized_matmul anchor: the gate and up products of a SwiGLU after one rms_norm. The
+/// sibling reads the same x (the norm's output) with the anchor's n_rows, n_cols and dtype from
+/// its own W into its own out; a workgroup computes the same rows of both, and every binary
+/// element-wise member after the sibling takes the sibling's output, row for row, as its second
+/// input (silu(gate) * up with the members [silu, element_mul]).
+inline bool hasSiblingProduct(const KernelSpec &spec) {
+  return spec.anchor.kind == OpKind::QuantizedMatmul && !spec.epilogue.empty() &&
+         spec.epilogue[0].kind == OpKind::QuantizedMatmul;
+}
+
 /// The single-op kernel for `op` with the integers of `paramMask` as parameters.
 KernelSpec singleOpSpec(const OpCall &op, uint8_t paramMask);
 

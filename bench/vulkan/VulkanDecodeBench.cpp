@@ -177,14 +177,13 @@ void BM_VulkanAddBandwidth(benchmark::State &state) {
     (void)(*backend)->free(h);
 }
 
-enum class Mode { Fused, FusedRecord, FusedNoPrefetch, Unfused, Eager };
+enum class Mode { Fused, FusedRecord, FusedPairsOff, Unfused, Eager };
 
 void BM_VulkanDecode(benchmark::State &state, std::string preset, Mode mode) {
   const model::ModelWeights &weights = weightsOf(preset);
   BackendOptions options;
   options.kind = "vulkan";
-  options.fusion =
-      mode == Mode::Fused || mode == Mode::FusedRecord || mode == Mode::FusedNoPrefetch;
+  options.fusion = mode == Mode::Fused || mode == Mode::FusedRecord || mode == Mode::FusedPairsOff;
   options.eager = mode == Mode::Eager;
   VulkanBackendOptions vulkan;
   vulkan.replay = mode != Mode::FusedRecord;
@@ -198,14 +197,14 @@ void BM_VulkanDecode(benchmark::State &state, std::string preset, Mode mode) {
   }
   std::shared_ptr<runtime::vulkan::VulkanDevice> device = std::move(*created);
   vulkan.device = device;
-  // fused_prefetch_off: no product prefetches W before quantizing x (SINTER_VK_QMATMUL's
-  // prefetch=0 after whatever it says), for the one-wave choice side by side.
+  // fused_pairs_off: gate and up launched one after the other, not as one kernel with a
+  // sibling product (SINTER_VK_QMATMUL's pairs=0 after whatever it says), side by side.
   const char *knobs = std::getenv("SINTER_VK_QMATMUL");
   const std::string saved = knobs ? knobs : "";
-  if (mode == Mode::FusedNoPrefetch)
-    setenv("SINTER_VK_QMATMUL", (saved.empty() ? "" : saved + ",").append("prefetch=0").c_str(), 1);
+  if (mode == Mode::FusedPairsOff)
+    setenv("SINTER_VK_QMATMUL", (saved.empty() ? "" : saved + ",").append("pairs=0").c_str(), 1);
   absl::StatusOr<std::unique_ptr<ComputeBackend>> backend = createVulkanBackend(options, vulkan);
-  if (mode == Mode::FusedNoPrefetch) {
+  if (mode == Mode::FusedPairsOff) {
     if (knobs)
       setenv("SINTER_VK_QMATMUL", saved.c_str(), 1);
     else
@@ -298,8 +297,8 @@ void registerAll() {
     std::string preset(p);
     for (auto [mode, name] :
          {std::pair{Mode::Fused, "fused"}, std::pair{Mode::FusedRecord, "fused_record_every_flush"},
-          std::pair{Mode::FusedNoPrefetch, "fused_prefetch_off"},
-          std::pair{Mode::Unfused, "unfused"}, std::pair{Mode::Eager, "eager"}}) {
+          std::pair{Mode::FusedPairsOff, "fused_pairs_off"}, std::pair{Mode::Unfused, "unfused"},
+          std::pair{Mode::Eager, "eager"}}) {
       benchmark::RegisterBenchmark(("BM_VulkanDecode/" + preset + "/" + name).c_str(),
                                    BM_VulkanDecode, preset, mode)
           ->Unit(benchmark::kMillisecond)

@@ -48,8 +48,9 @@ constexpr int64_t kIntDotMinRows = 64;
 //
 // With KernelPlan::maxGroups the grid is capped and workgroup g loops over the tiles g, g + G,
 // ... (G the grid's size) after quantizing x once.
-void emitIntDotQMatmul(Emitter &e, const OpShape &op, Value x4, Value g4, Value nBlocks,
-                       Value nRows, TileRows tileRows, Value lane, uint32_t lanes, Finish finish) {
+void emitIntDotQMatmul(Emitter &e, const OpShape &op, llvm::ArrayRef<Value> rowW, Value x4,
+                       Value g4, Value nBlocks, Value nRows, TileRows tileRows, Value lane,
+                       uint32_t lanes, Finish finish) {
   mlir::OpBuilder &b = e.b;
   const QuantLayout layout = quantLayout(op.dtype);
   const bool q4 = op.dtype == DType::Q4_0;
@@ -57,7 +58,6 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, Value x4, Value g4, Value 
   const int64_t vectors = op.ints[1] / 4, blocks = op.ints[1] / 32;
   const uint32_t subgroupLanes = e.target.subgroupSize;
   const int64_t subgroups = e.plan.workgroupSize / subgroupLanes;
-  Value w = e.buffer(0);
   Value partials = g4 ? workgroupArray(e, e.f32(), subgroups) : Value();
   Value word = e.remu(lane, e.ci(perBlock));
   Value firstWord = e.ult(word, e.ci(1));
@@ -76,7 +76,7 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, Value x4, Value g4, Value 
   Value group = e.groupId();
   Value firstRow = setTile(group);
   auto loadW = [&](Value blk) {
-    return loadSplitWords(e, w, op.dtype, blk, word, rowBases, rowWords, alignedRows);
+    return loadSplitWords(e, rowW, op.dtype, blk, word, rowBases, rowWords, alignedRows);
   };
   // Adds block blk's products (its words in `l`) to each row's sum.
   Value xq, xd, xz;
@@ -367,8 +367,15 @@ void storeCopy(Emitter &e, const OpShape &copy, int m, Value v, Value row) {
 // one load of x. With an rms_norm prologue x is the norm's input times its weight, and each row's
 // sum is scaled by 1 / rms at the end; an epilogue of element-wise members is applied to each
 // output as it is stored.
+//
+// With a sibling product (codegen::hasSiblingProduct: gate and up of a SwiGLU) a cluster's two
+// rows are the same row of the anchor's W and of the sibling's, decoded against the same x; both
+// outputs are stored, and the element-wise members after the sibling take its row as their
+// second input from the register.
 void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
   Value w = e.buffer(0), out = e.buffer(2);
+  const bool sibling = hasSiblingProduct(spec);
+  const int siblingMember = static_cast<int>(spec.prologue.size()) + 1;
   Value nRows = e.intArg(op, 0), nCols = e.intArg(op, 1);
   const OpShape *norm = spec.prologue.empty() ? nullptr : &spec.prologue[0];
   Value x4 = norm ? e.memberBuffer(0, 0) : e.buffer(1);
@@ -378,6 +385,12 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
   int64_t elementBytes = dtypeInfo(op.dtype).bytesPerBlock; // scalar formats only
   uint32_t lanes = e.target.subgroupSize;
   const int64_t rows = e.plan.rowsPerSubgroup, step = e.plan.blocksPerStep;
+  // Output rows a cluster computes: its `rows` accumulators, or one row of two products.
+  const int64_t outRows = sibling ? 1 : rows;
+  // The matrix each accumulator reads.
+  llvm::SmallVector<Value, 8> rowW(rows, w);
+  if (sibling)
+    rowW[1] = e.memberBuffer(siblingMember, 0);
   int64_t alignment = alignmentOf(layout.blockBytes * step);
   // Pairs at 4-byte boundaries of a format with a fast decoder (SINTER_VK_QMATMUL=decode=generic
   // keeps the generic one, for comparison).
@@ -397,7 +410,7 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
   // The first row of this cluster in tile `tile` (the workgroup's own tile unless the grid is
   // capped, KernelPlan::maxGroups).
   auto firstRowOf = [&](Value tile) {
-    return e.mul(e.add(e.mul(tile, clustersPerGroup), cluster), e.ci(rows));
+    return e.mul(e.add(e.mul(tile, clustersPerGroup), cluster), e.ci(outRows));
   };
   Value firstRow = firstRowOf(group);
   Value lane = e.remu(e.laneId(), e.ci(rowLanes));
@@ -409,7 +422,7 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
     auto rowBasesOf = [&](Value first) {
       llvm::SmallVector<Value, 4> bases;
       for (int64_t r = 0; r < rows; ++r)
-        bases.push_back(e.mul(e.minu(e.add(first, e.ci(r)), lastRow), bytesPerRow));
+        bases.push_back(e.mul(e.minu(e.add(first, e.ci(sibling ? 0 : r)), lastRow), bytesPerRow));
       return bases;
     };
     llvm::SmallVector<Value, 4> rowBases = rowBasesOf(firstRow);
@@ -465,6 +478,27 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
           std::tie(totals[r], totals[r + 1]) = ropeRotate(e, sc, totals[r], totals[r + 1]);
         }
         rotated = 1;
+      }
+      if (sibling) {
+        // Row tileFirst of both products, then the members after the sibling on the anchor's
+        // value with the sibling's as their second input.
+        Value row = tileFirst;
+        Value store = e.b.create<arith::AndIOp>(e.loc, storer(0), e.ult(row, nRows));
+        e.ifThen(store, [&] {
+          e.store(totals[0], out, row);
+          e.store(totals[1], e.memberBuffer(siblingMember, 2), row);
+          Value v = totals[0];
+          for (size_t j = 1; j < spec.epilogue.size(); ++j) {
+            int m = first + static_cast<int>(j);
+            OpKind kind = spec.epilogue[j].kind;
+            llvm::SmallVector<Value, 2> inputs{v};
+            if (kind != OpKind::Silu)
+              inputs.push_back(totals[1]);
+            v = emitElementwise(e.b, e.loc, kind, inputs, MathTarget::Gpu);
+            e.store(v, e.memberBuffer(m, kind == OpKind::Silu ? 1 : 2), row);
+          }
+        });
+        return;
       }
       for (int64_t r = 0; r < rows; ++r) {
         Value row = e.add(tileFirst, e.ci(r));
@@ -558,7 +592,7 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
                          : xv);
                 }
                 L.words =
-                    loadSplitWords(e, w, op.dtype, blk, word, rowBases, rowWords, alignedRows);
+                    loadSplitWords(e, rowW, op.dtype, blk, word, rowBases, rowWords, alignedRows);
               }
               for (int64_t u = 0; u < unroll; ++u) {
                 Loaded &L = blocks[u];
@@ -590,7 +624,7 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
                 Value first = firstRowOf(tile);
                 return std::make_pair(first, rowBasesOf(first));
               };
-              emitIntDotQMatmul(e, op, x4, g4, nBlocks, nRows, tileRows, lane, lanes, finish);
+              emitIntDotQMatmul(e, op, rowW, x4, g4, nBlocks, nRows, tileRows, lane, lanes, finish);
             },
             split);
       else

@@ -142,6 +142,13 @@ Value fastBlockDot(Emitter &e, DType dtype, llvm::ArrayRef<Value> words, llvm::A
 SplitWords loadSplitWords(Emitter &e, Value w, DType dtype, Value blk, Value word,
                           llvm::ArrayRef<Value> rowBases, llvm::ArrayRef<Value> rowWords,
                           bool alignedRows) {
+  llvm::SmallVector<Value, 8> rowW(rowBases.size(), w);
+  return loadSplitWords(e, rowW, dtype, blk, word, rowBases, rowWords, alignedRows);
+}
+
+SplitWords loadSplitWords(Emitter &e, llvm::ArrayRef<Value> rowW, DType dtype, Value blk,
+                          Value word, llvm::ArrayRef<Value> rowBases,
+                          llvm::ArrayRef<Value> rowWords, bool alignedRows) {
   const int64_t blockBytes = quantLayout(dtype).blockBytes;
   SplitWords l;
   Value dRel = e.mul(blk, e.ci(blockBytes));
@@ -164,6 +171,7 @@ SplitWords loadSplitWords(Emitter &e, Value w, DType dtype, Value blk, Value wor
       qIndex = e.divu(qByte, e.ci(4));
       l.shift.push_back(e.toI32(e.mul(e.remu(qByte, e.ci(4)), e.ci(8))));
     }
+    Value w = rowW[r];
     l.dRaw.push_back(e.load(w, dIndex)); // d: the u16 at the block's start
     l.lo.push_back(e.load(w, qIndex));   // the quant word at byte 2 + 4 k
     l.hi.push_back(e.load(w, e.add(qIndex, e.ci(1))));

@@ -81,6 +81,10 @@ struct SplitWords {
 SplitWords loadSplitWords(Emitter &e, Value w, DType dtype, Value blk, Value word,
                           llvm::ArrayRef<Value> rowBases, llvm::ArrayRef<Value> rowWords,
                           bool alignedRows);
+/// The same with row r read from rowW[r] (a sibling product's rows from its own matrix).
+SplitWords loadSplitWords(Emitter &e, llvm::ArrayRef<Value> rowW, DType dtype, Value blk,
+                          Value word, llvm::ArrayRef<Value> rowBases,
+                          llvm::ArrayRef<Value> rowWords, bool alignedRows);
 
 /// Row r's block scale d, as f32.
 Value splitScale(Emitter &e, const SplitWords &l, size_t r);

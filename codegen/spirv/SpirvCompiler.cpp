@@ -226,6 +226,24 @@ absl::Status checkFusion(const KernelSpec &spec) {
   }
   if (spec.anchor.kind != OpKind::QuantizedMatmul)
     return unsupported(absl::StrCat("a ", opInfo(spec.anchor.kind).name, " anchor"));
+  if (hasSiblingProduct(spec)) {
+    // Gate and up: the sibling decodes the anchor's rows of its own W (same format, same static
+    // n_cols), then element-wise members take it as their second input.
+    const OpShape &sib = spec.epilogue[0];
+    if (sib.dtype != spec.anchor.dtype || !sib.isStatic(1) || !spec.anchor.isStatic(1) ||
+        sib.ints[1] != spec.anchor.ints[1] || sib.isStatic(0) != spec.anchor.isStatic(0) ||
+        (sib.isStatic(0) && sib.ints[0] != spec.anchor.ints[0]))
+      return unsupported("a sibling product of another format or shape");
+    if (spec.epilogue.size() < 2)
+      return unsupported("a sibling product without an element-wise member after it");
+    for (size_t j = 1; j < spec.epilogue.size(); ++j)
+      if (!isElementwise(spec.epilogue[j].kind))
+        return unsupported(
+            absl::StrCat("a ", opInfo(spec.epilogue[j].kind).name, " after a sibling product"));
+    if (spec.unstoredOutputs != 0)
+      return unsupported("unstored outputs with a sibling product");
+    return absl::OkStatus();
+  }
   if (spec.unstoredOutputs != 0 && (spec.unstoredOutputs != 1 || spec.prologue.empty()))
     return unsupported("unstored outputs other than the rms_norm prologue's");
   if (spec.prologue.size() > 1 ||
@@ -255,6 +273,13 @@ constexpr uint32_t kDefaultAttentionSplits = 8;
 // The plan of a whole spec: the anchor's schedule, every member's bindings and words in order.
 KernelPlan planSpec(const KernelSpec &spec, const SpirvTarget &target) {
   KernelPlan plan = planKernel(spec.anchor, target);
+  if (hasSiblingProduct(spec) && plan.splitWords > 0 && !plan.workgroupRows) {
+    // A cluster's two accumulators are one row of the anchor and of the sibling: a workgroup
+    // covers half as many output rows (the split schedule only; emitSpec refuses the others).
+    plan.rowsPerSubgroup = 2;
+    plan.unitsPerGroup = plan.workgroupSize / target.subgroupSize *
+                         (target.subgroupSize / std::max<uint32_t>(plan.lanesPerRow, 1));
+  }
   if (plan.intDotX && !plan.workgroupRows) {
     // A lane's first batch of W loaded before x is quantized. On the H200 alone it took
     // 4096x4096 from 13.0 to 10.9 µs and 2048x5632 from 15.4 to 11.1, but 11008x4096 from 19.3
@@ -309,7 +334,7 @@ KernelPlan planSpec(const KernelSpec &spec, const SpirvTarget &target) {
     fused.bindingBase.push_back(static_cast<uint32_t>(fused.bindings.size()));
     fused.wordBase.push_back(fused.pushConstantWords);
     const OpInfo &info = opInfo(member->kind);
-    if (member == &spec.anchor)
+    if (member == &spec.anchor || member->kind == OpKind::QuantizedMatmul) // and a sibling
       fused.bindings.insert(fused.bindings.end(), plan.bindings.begin(), plan.bindings.end());
     else if (member->kind == OpKind::RmsNorm) // in and weight feed the products 16 bytes at a time
       fused.bindings.insert(fused.bindings.end(), {SpirvBindingKind::Vec4, SpirvBindingKind::Vec4,
@@ -518,6 +543,11 @@ absl::StatusOr<SpirvKernel> buildSpirvKernel(const KernelSpec &spec, const Spirv
         "no fused SPIR-V kernel for a rope epilogue on a schedule of ", plan.rowsPerSubgroup,
         plan.workgroupRows ? " rows a workgroup" : " row(s) a cluster",
         " (it needs pairs of rows in one invocation)"));
+  if (hasSiblingProduct(spec) && (plan.workgroupRows || plan.splitWords == 0))
+    return absl::UnimplementedError(absl::StrCat(
+        "no fused SPIR-V kernel for a sibling product on the ",
+        plan.workgroupRows ? "workgroup-rows schedule" : "schedule of whole blocks a lane",
+        " (only the split schedule decodes two matrices' rows against one x)"));
   mlir::gpu::GPUFuncOp func = createKernelFunc(b, *module, plan, target.paramsInBuffer);
   b.setInsertionPointToStart(&func.getBody().front());
   spv::Emitter e(b, loc, func, target, plan);
@@ -543,6 +573,8 @@ absl::StatusOr<SpirvKernel> buildSpirvKernel(const KernelSpec &spec, const Spirv
     size_t anchorMember = spec.prologue.size();
     if (op.kind == OpKind::QuantizedMatmul) {
       operand(anchorMember, 0); // W
+      if (hasSiblingProduct(spec))
+        operand(anchorMember + 1, 0); // the sibling's W
       if (spec.prologue.empty())
         operand(anchorMember, 1); // x (with a norm prologue the norm's in and weight instead)
       else {

@@ -166,6 +166,29 @@ size_t cacheTailsAt(const std::vector<KernelMember> &ops, size_t begin, const Ke
   return i - begin;
 }
 
+// The gate and up products of a norm's group as one launch: `epilogue` chains from `anchor`
+// and each of its binary members takes `sibling`'s output as its second input; both products
+// Q4_0 or Q8_0 of one format and the same fixed rows, and the epilogue writes neither matrix.
+bool siblingPair(const KernelMember &anchor, const KernelMember &sibling,
+                 const std::vector<KernelMember> &epilogue) {
+  DType t = anchor.entry.op.dtype;
+  uint64_t rowsA = 0, rowsB = 0, colsA = 0, colsB = 0;
+  if ((t != DType::Q4_0 && t != DType::Q8_0) || sibling.entry.op.dtype != t ||
+      !fixedInt(anchor, 0, &rowsA) || !fixedInt(sibling, 0, &rowsB) || rowsA != rowsB ||
+      !fixedInt(anchor, 1, &colsA) || !fixedInt(sibling, 1, &colsB) || colsA != colsB ||
+      epilogue.empty())
+    return false;
+  for (const KernelMember &m : epilogue) {
+    bool binary = !isOp(m, OpKind::Silu);
+    if (binary && slot(m, 1) != slot(sibling, 2))
+      return false;
+    uint32_t out = slot(m, binary ? 2 : 1);
+    if (out == slot(sibling, 0) || out == slot(sibling, 1))
+      return false;
+  }
+  return true;
+}
+
 Launch chainLaunch(const KernelMember *norm, const KernelMember &q,
                    const std::vector<KernelMember> &epilogue, bool storeNorm) {
   Launch l;
@@ -329,6 +352,14 @@ std::vector<Launch> planLaunches(const Kernel &kernel, const LaunchOptions &opti
           epilogue = epilogueAt(ops, j, ops[products[p]], &m);
           if (!epilogue.empty())
             chained = p;
+        }
+        if (options.siblingProducts && products.size() == 2 && chained < 2 &&
+            siblingPair(ops[products[chained]], ops[products[1 - chained]], epilogue)) {
+          std::vector<KernelMember> members{ops[products[1 - chained]]};
+          members.insert(members.end(), epilogue.begin(), epilogue.end());
+          launches.push_back(chainLaunch(&m, ops[products[chained]], members, true));
+          i = j + epilogue.size();
+          continue;
         }
         std::vector<size_t> order;
         for (size_t p = 0; p < products.size(); ++p)

@@ -49,6 +49,12 @@ struct LaunchOptions {
   /// launch rotates its rows, K's rotates and also stores them into the K cache, V's also stores
   /// into the V cache (no rope, no copy launches). Off: they launch on their own.
   bool cacheTails = true;
+  /// Two Q4_0 or Q8_0 products of a norm's group whose epilogue chains from one and takes the
+  /// other's output as the second input of its binary members (silu(gate) * up) become one
+  /// launch (codegen::hasSiblingProduct): each workgroup computes the same rows of both, so the
+  /// epilogue needs no barrier after the other product. Off: a launch per product, the chained
+  /// one after the other.
+  bool siblingProducts = true;
 };
 
 /// The launches of `kernel`, in an order that computes what its members do in sequence.

@@ -120,12 +120,17 @@ absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const Kerne
     std::vector<const Built *> fusedBuilt;
     std::vector<StepAccesses> fusedAccess;
     // A fused launch the generator cannot build: the kernel is planned again without rope and
-    // cache-copy epilogues when it had them, else it goes back to its members.
+    // cache-copy epilogues and without sibling products when it had them, else it goes back to
+    // its members.
     for (int attempt = 0; attempt < 2 && kernel.ops.size() > 1; ++attempt) {
       LaunchOptions launchOptions;
       launchOptions.cacheTails = attempt == 0;
+      launchOptions.siblingProducts = attempt == 0 && options_.siblingProducts;
       launches = planLaunches(kernel, launchOptions);
       bool tails = std::any_of(launches.begin(), launches.end(), hasCacheTail);
+      bool siblings = std::any_of(launches.begin(), launches.end(), [](const Launch &l) {
+        return l.kind == Launch::Kind::Chain && codegen::hasSiblingProduct(l.spec);
+      });
       fusedBuilt.assign(launches.size(), nullptr);
       fusedAccess.assign(launches.size(), StepAccesses{});
       std::string why;
@@ -147,20 +152,21 @@ absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const Kerne
       if (why.empty())
         break;
       if (options_.logFallbacks &&
-          loggedFallbacks_.emplace(kernel.name + (tails ? "/tails" : ""), true).second)
+          loggedFallbacks_.emplace(kernel.name + (tails || siblings ? "/tails" : ""), true).second)
         std::fprintf(
             stderr, "sinter: vulkan: fused kernel '%s' %s (kernel %s: %s); %s\n",
             kernel.name.c_str(), compiled ? "cannot be launched" : "failed to compile",
             launches[failed].spec.name().c_str(), why.c_str(),
-            tails ? "its rope and cache copies launch on their own"
-                  : absl::StrCat("its ", kernel.ops.size(), " member ops run as single-op kernels")
-                        .c_str());
+            tails || siblings
+                ? "it is planned again without epilogue products, rope or cache copies"
+                : absl::StrCat("its ", kernel.ops.size(), " member ops run as single-op kernels")
+                      .c_str());
       {
         absl::MutexLock lock(&shared_->mu);
         ++shared_->stats.fusedFallbacks;
       }
       launches.clear();
-      if (!tails)
+      if (!tails && !siblings)
         break;
     }
     if (launches.empty())

@@ -131,6 +131,9 @@ struct VulkanCompilerOptions {
   /// commands (kernels with VulkanKernel::paramWords take their integers from a buffer, so new
   /// integers do not change the commands). False: record every run (SINTER_VK_REPLAY=0).
   bool replay = true;
+  /// Gate and up as one launch where the generator builds it (LaunchOptions::siblingProducts;
+  /// `SINTER_VK_QMATMUL=pairs=0` turns it off).
+  bool siblingProducts = true;
 };
 
 class VulkanCompiler : public PlanCompiler {

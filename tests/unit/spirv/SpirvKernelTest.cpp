@@ -187,9 +187,11 @@ protected:
       b.resize(sizes[i]);
       out.bytes.push_back(std::move(b));
     }
-    const OpCall &qm = members[anchor];
-    std::vector<uint8_t> weights = randomWeights(qm.dtype, qm.ints[0], qm.ints[1], rng);
-    std::memcpy(out.bytes[slotOfOperand(qm, 0)].data(), weights.data(), weights.size());
+    for (const OpCall &qm : members) // the anchor's W, and a sibling product's
+      if (qm.kind == OpKind::QuantizedMatmul) {
+        std::vector<uint8_t> weights = randomWeights(qm.dtype, qm.ints[0], qm.ints[1], rng);
+        std::memcpy(out.bytes[slotOfOperand(qm, 0)].data(), weights.data(), weights.size());
+      }
     OpBuffers ref = out;
     VkDispatch d;
     d.words = &k->words;
@@ -654,6 +656,31 @@ TEST_F(SpirvKernelTest, FusedQuantizedMatmulEpilogues) {
              1, {2, 4, 6}, "rms_norm -> quantized_matmul -> add");
 }
 
+// Gate and up in one kernel (codegen::hasSiblingProduct): rms_norm(x=0, g=1, xn=2) ->
+// gate(W=3 -> 4), up(W=5 -> 6) -> silu(4 -> 7) -> element_mul(7, 6 -> 8), every output stored.
+// Split blocks with f32 x and with int8 x (from 64 rows; 40 rows keep f32 x in the same kernel),
+// an even and an odd number of blocks a row, a partial last workgroup.
+TEST_F(SpirvKernelTest, FusedSiblingProducts) {
+  for (int schedule : {1, 2}) {
+    split_ = true;
+    intDot_ = schedule == 2;
+    for (DType dtype : {DType::Q4_0, DType::Q8_0})
+      for (uint32_t cols : {256u, 96u * 32u + 32u})
+        for (uint32_t rows : {40u, 70u, 1000u}) {
+          std::string what = std::string("rms_norm -> ") + dtypeName(dtype) +
+                             " gate and up -> silu -> element_mul, " + str(rows) + "x" + str(cols) +
+                             (intDot_ ? " int8 x" : " split");
+          checkFused({ops::rmsNorm(slot(0), slot(1), slot(2), cols, 1e-5f),
+                      ops::quantizedMatmul(slot(3), slot(2), slot(4), rows, cols, dtype),
+                      ops::quantizedMatmul(slot(5), slot(2), slot(6), rows, cols, dtype),
+                      ops::silu(slot(4), slot(7), rows),
+                      ops::elementMul(slot(7), slot(6), slot(8), rows)},
+                     1, {2, 4, 6, 7, 8}, what);
+        }
+  }
+  split_ = intDot_ = true;
+}
+
 // The tails of the projections that feed the KV cache (runtime/vulkan/LaunchGroups.cpp): rope of
 // the product's rows only (rope(q = out, k = out, n_heads_k = 0), as the runtime launches it),
 // then a copy of the rotated rows into a cache at a byte offset, aligned or not (neighbouring
@@ -781,6 +808,42 @@ TEST_F(SpirvKernelTest, UnsupportedFusionIsUnimplemented) {
   k = codegen::buildSpirvKernel(spec, target());
   ASSERT_FALSE(k.ok());
   EXPECT_EQ(k.status().code(), absl::StatusCode::kUnimplemented) << k.status();
+  // A sibling product: only of the anchor's format and shape, with an element-wise member after
+  // it, and only on the split schedule (the runtime then launches gate and up apart).
+  auto sibling = [](DType gate, DType up, uint32_t upCols) {
+    codegen::KernelSpec s =
+        codegen::singleOpSpec(ops::quantizedMatmul(slot(0), slot(1), slot(2), 64, 256, gate), 0);
+    s.epilogue.push_back(
+        codegen::shapeOf(ops::quantizedMatmul(slot(3), slot(1), slot(4), 64, upCols, up), 0));
+    s.epilogue.push_back(codegen::shapeOf(ops::silu(slot(2), slot(5), 64), 0));
+    s.epilogue.push_back(codegen::shapeOf(ops::elementMul(slot(5), slot(4), slot(6), 64), 0));
+    return s;
+  };
+  struct Case {
+    codegen::KernelSpec spec;
+    bool split;
+    uint32_t wgRows;
+    const char *message;
+  };
+  std::vector<Case> cases = {
+      {sibling(DType::Q4_0, DType::Q8_0, 256), true, 0, "another format or shape"},
+      {sibling(DType::Q4_0, DType::Q4_0, 512), true, 0, "another format or shape"},
+      {sibling(DType::Q4_0, DType::Q4_0, 256), false, 0, "schedule of whole blocks a lane"},
+      {sibling(DType::Q4_0, DType::Q4_0, 256), true, 2, "workgroup-rows schedule"}};
+  cases.push_back(cases.back());
+  cases.back().spec.epilogue.resize(1);
+  cases.back().wgRows = 0;
+  cases.back().message = "without an element-wise member";
+  for (const Case &c : cases) {
+    split_ = c.split;
+    workgroupRows_ = c.wgRows;
+    k = codegen::buildSpirvKernel(c.spec, target());
+    split_ = true;
+    workgroupRows_ = 0;
+    ASSERT_FALSE(k.ok()) << c.message;
+    EXPECT_EQ(k.status().code(), absl::StatusCode::kUnimplemented) << k.status();
+    EXPECT_NE(k.status().message().find(c.message), std::string::npos) << k.status();
+  }
 }
 
 } // namespace

@@ -156,14 +156,46 @@ TEST(LaunchGroupsTest, ANormWritingItsInputOrWeightIsNotAPrologue) {
   }
 }
 
+// rms_norm -> gate (W 3 -> 4), up (W 5 -> 6) -> silu(4 -> 4) -> element_mul(4, 6 -> 4).
+Kernel swiglu(DType gate = DType::Q8_0, DType up = DType::Q8_0) {
+  return kernelOf({ops::rmsNorm(slot(0), slot(1), slot(2), 256, 1e-5f),
+                   ops::quantizedMatmul(slot(3), slot(2), slot(4), 512, 256, gate),
+                   ops::quantizedMatmul(slot(5), slot(2), slot(6), 512, 256, up),
+                   ops::silu(slot(4), slot(4), 512),
+                   ops::elementMul(slot(4), slot(6), slot(4), 512)});
+}
+
+TEST(LaunchGroupsTest, GateAndUpAreOneLaunchWithUpAsTheSiblingProduct) {
+  std::vector<Launch> l = planLaunches(swiglu());
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0].kind, Kind::Chain);
+  ASSERT_EQ(l[0].members.size(), 5u);
+  EXPECT_EQ(Trace::slotOf(l[0].members[1].entry.op.buffers[2]), 4u) << "gate is the anchor";
+  EXPECT_EQ(Trace::slotOf(l[0].members[2].entry.op.buffers[2]), 6u) << "up the sibling";
+  EXPECT_TRUE(codegen::hasSiblingProduct(l[0].spec));
+  EXPECT_EQ(l[0].spec.epilogue.size(), 3u);
+  EXPECT_EQ(l[0].spec.unstoredOutputs, 0u) << "the one launch stores the norm";
+  EXPECT_EQ(l[0].spec.rowsHint, 512u);
+  // Two formats: two launches, up first.
+  l = planLaunches(swiglu(DType::Q4_0, DType::Q8_0));
+  ASSERT_EQ(l.size(), 2u);
+  EXPECT_FALSE(codegen::hasSiblingProduct(l[1].spec));
+  // A format without the split schedule: two launches.
+  EXPECT_EQ(planLaunches(swiglu(DType::Q4_K, DType::Q4_K)).size(), 2u);
+  // element_mul by something other than up's output: two launches.
+  Kernel k = swiglu();
+  k.ops[4].entry.op.buffers[1] = slot(7);
+  EXPECT_EQ(planLaunches(k).size(), 2u);
+  // An epilogue writing up's W: two launches.
+  k = swiglu();
+  k.ops[4].entry.op.buffers[2] = slot(5);
+  EXPECT_EQ(planLaunches(k).size(), 2u);
+}
+
 TEST(LaunchGroupsTest, SwigluIsTheGatesEpilogueAndUpLaunchesFirst) {
-  // rms_norm -> gate (W 3 -> 4), up (W 5 -> 6) -> silu(4 -> 4) -> element_mul(4, 6 -> 4).
-  Kernel k =
-      kernelOf({ops::rmsNorm(slot(0), slot(1), slot(2), 256, 1e-5f),
-                ops::quantizedMatmul(slot(3), slot(2), slot(4), 512, 256, DType::Q8_0),
-                ops::quantizedMatmul(slot(5), slot(2), slot(6), 512, 256, DType::Q8_0),
-                ops::silu(slot(4), slot(4), 512), ops::elementMul(slot(4), slot(6), slot(4), 512)});
-  std::vector<Launch> l = planLaunches(k);
+  LaunchOptions apart;
+  apart.siblingProducts = false;
+  std::vector<Launch> l = planLaunches(swiglu(), apart);
   ASSERT_EQ(l.size(), 2u);
   EXPECT_EQ(Trace::slotOf(l[0].members[1].entry.op.buffers[2]), 6u) << "up first";
   EXPECT_EQ(l[0].spec.unstoredOutputs, 0u);

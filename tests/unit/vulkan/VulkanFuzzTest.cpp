@@ -200,10 +200,12 @@ TEST_P(VulkanSyntheticDecode, LogitsAgreeWithTheReference) {
   }
   runtime::vulkan::VulkanCompilerStats s = stats->get();
   EXPECT_EQ(s.fusedFallbacks, 0u);
-  // Per layer 8 fused launches (Q, K, V with rope and the cache writes as epilogues, attention,
-  // wo, up, gate, down), plus the final norm and classifier; besides them only the embedding
-  // row's copy kernel.
-  EXPECT_EQ(s.fusedDispatches, (8u * w->config.nLayers + 1) * s.runs);
+  // Per layer 7 fused launches (Q, K, V with rope and the cache writes as epilogues, attention,
+  // wo, gate and up as one, down), plus the final norm and classifier; besides them only the
+  // embedding row's copy kernel. Gate and up are one launch for Q4_0 and Q8_0 (the split
+  // schedule's formats), two for the others.
+  const uint32_t perLayer = GetParam() == DType::Q4_0 || GetParam() == DType::Q8_0 ? 7 : 8;
+  EXPECT_EQ(s.fusedDispatches, (perLayer * w->config.nLayers + 1) * s.runs);
   EXPECT_LE(s.dispatches, s.fusedDispatches + s.runs);
 }
 
@@ -243,9 +245,49 @@ TEST_F(VulkanFuzzTest, ProjectionTailsThatDoNotBuildLaunchOnTheirOwn) {
   EXPECT_GT(rejected->load(), 0u);
   runtime::vulkan::VulkanCompilerStats s = stats->get();
   EXPECT_GT(s.fusedFallbacks, 0u);
-  // Still 8 fused launches a layer (the norm and the projections), rope launched on its own.
-  EXPECT_EQ(s.fusedDispatches, (8u * w->config.nLayers + 1) * s.runs);
+  // Still 7 fused launches a layer (the norm and the projections; gate and up as one), rope
+  // launched on its own.
+  EXPECT_EQ(s.fusedDispatches, (7u * w->config.nLayers + 1) * s.runs);
   EXPECT_GE(s.dispatches, s.fusedDispatches + w->config.nLayers * s.runs) << "rope";
+}
+
+// A generator that cannot build gate and up as one kernel: that kernel is planned again with
+// them launched one after the other (the swiglu still gate's epilogue), and the decode agrees.
+TEST_F(VulkanFuzzTest, SiblingProductsThatDoNotBuildLaunchApart) {
+  model::SyntheticOptions so;
+  so.dtype = DType::Q4_0;
+  absl::StatusOr<model::ModelWeights> w = model::generatePreset("micro", so);
+  ASSERT_TRUE(w.ok()) << w.status();
+  auto stats = std::make_shared<runtime::vulkan::VulkanStatsSink>();
+  auto rejected = std::make_shared<std::atomic<uint32_t>>(0);
+  runtime::vulkan::VulkanKernelBuilder withoutSiblings =
+      [inner = shared().precise,
+       rejected](const codegen::KernelSpec &spec) -> absl::StatusOr<runtime::vulkan::VulkanKernel> {
+    if (codegen::hasSiblingProduct(spec)) {
+      ++*rejected;
+      return absl::UnimplementedError("test: no sibling products");
+    }
+    return inner(spec);
+  };
+  std::unique_ptr<ComputeBackend> fused = vulkanBackend(true, stats, false, false, withoutSiblings);
+  ASSERT_TRUE(fused);
+  std::unique_ptr<ComputeBackend> reference = *createBackend(BackendOptions{});
+  auto a = model::Decoder::create(*fused, *w);
+  auto b = model::Decoder::create(*reference, *w);
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::vector<float> got(w->config.vocabSize), want(w->config.vocabSize);
+  for (uint32_t pos = 0; pos < 4; ++pos) {
+    uint32_t token = (pos * 37 + 5) % w->config.vocabSize;
+    ASSERT_TRUE((*a)->step(token, pos, absl::MakeSpan(got)).ok());
+    ASSERT_TRUE((*b)->step(token, pos, absl::MakeSpan(want)).ok());
+    EXPECT_TRUE(test::nmseWithin<float>(got, want, test::kF32Tolerance)) << "position " << pos;
+  }
+  EXPECT_GT(rejected->load(), 0u);
+  runtime::vulkan::VulkanCompilerStats s = stats->get();
+  EXPECT_GT(s.fusedFallbacks, 0u);
+  // 8 fused launches a layer: up, then gate with the swiglu; rope and the cache writes stay
+  // epilogues (the projections' kernel built at the first attempt).
+  EXPECT_EQ(s.fusedDispatches, (8u * w->config.nLayers + 1) * s.runs);
 }
 
 // Attention split over the positions (attnsplit=4, scratch and an atomic merge per head) agrees
@@ -272,7 +314,7 @@ TEST_F(VulkanFuzzTest, SplitAttentionDecodeAgreesWithTheReference) {
   EXPECT_EQ(shared().splitSeen->load(), 4u) << "the attention kernels were not split";
   runtime::vulkan::VulkanCompilerStats s = stats->get();
   EXPECT_EQ(s.fusedFallbacks, 0u);
-  EXPECT_EQ(s.fusedDispatches, (8u * w->config.nLayers + 1) * s.runs);
+  EXPECT_EQ(s.fusedDispatches, (7u * w->config.nLayers + 1) * s.runs); // gate and up as one
 }
 
 // With replay, a copy whose offsets are plan parameters runs as the generated copy kernel; from a

@@ -8,7 +8,8 @@
 // order, MASK (binary or decimal) marks those read at run time. The output is a header of
 // comment lines (kernel name, workgroup size, bindings, push constants) and spirv-dis's text.
 // Fused kernels: --rms-prologue puts an rms_norm of n_cols elements before a quantized_matmul,
-// --epilogue chains element-wise ops after it, or a projection's rope and cache copy; --attention
+// --epilogue chains element-wise ops after it, or a projection's rope and cache copy (a first
+// quantized_matmul is a sibling product of the anchor's shape: gate and up); --attention
 // makes an attn_score the anchor of the attention kernel over heads (softmax and attn_value of the
 // same head_dim as its epilogue).
 // --int-dot builds for a device with integer dot products (32 KB of workgroup memory).
@@ -112,13 +113,14 @@ int main(int argc, char **argv) {
       for (absl::string_view name : absl::StrSplit(v, ',', absl::SkipEmpty())) {
         bool known = false;
         for (OpKind kind : {OpKind::Silu, OpKind::Add, OpKind::ElementMul, OpKind::Rope,
-                            OpKind::CopyBufferOffset})
+                            OpKind::CopyBufferOffset, OpKind::QuantizedMatmul})
           if (name == opInfo(kind).name) {
             epilogue.push_back(kind);
             known = true;
           }
         if (!known)
-          return usage("an epilogue op is silu, add, element_mul, rope or copy_buffer_offset");
+          return usage("an epilogue op is silu, add, element_mul, rope, copy_buffer_offset or "
+                       "quantized_matmul (a sibling product of the anchor's shape)");
       }
     } else if (numInts < info.numInts) {
       op.ints[numInts++] = std::strtoull(argv[a], nullptr, 10);
@@ -136,7 +138,8 @@ int main(int argc, char **argv) {
   const uint32_t rows = uint32_t(op.ints[0]);
   for (OpKind kind : epilogue)
     spec.epilogue.push_back(
-        kind == OpKind::Rope ? codegen::shapeOf(ops::rope(b, b, 0, 128, 1e4f, rows / 128, 0), 0b1)
+        kind == OpKind::QuantizedMatmul ? codegen::shapeOf(op, paramMask)
+        : kind == OpKind::Rope ? codegen::shapeOf(ops::rope(b, b, 0, 128, 1e4f, rows / 128, 0), 0b1)
         : kind == OpKind::CopyBufferOffset
             ? codegen::shapeOf(ops::copyBufferOffset(b, b, 0, 0, 4 * rows), 0b10)
             : codegen::shapeOf(kind == OpKind::Silu  ? ops::silu(b, b, rows)

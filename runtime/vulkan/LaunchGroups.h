@@ -8,7 +8,9 @@
 // launches. A horizontal group (Q, K, V after one rms_norm) becomes one launch per projection,
 // each recomputing the norm, only the first storing it: launches on distinct slots need no
 // barrier between them, so they overlap on the device. The rope and KV-cache copies after such a
-// group become the projections' epilogues (LaunchOptions::cacheTails).
+// group become the projections' epilogues (LaunchOptions::cacheTails). Gate and up, whose
+// SwiGLU reads both, become one launch that computes the same rows of both
+// (LaunchOptions::siblingProducts).
 //
 // Plain C++ (no Vulkan, no MLIR): the matching is unit-tested on its own.
 #ifndef SINTER_RUNTIME_VULKAN_LAUNCHGROUPS_H

@@ -110,6 +110,14 @@ KernelPlan planKernel(const OpShape &op, const SpirvTarget &target) {
         // Each workgroup quantizes all of x: 16 subgroups share that cost (H200, side by side in
         // one run: llama-7b 163.4 tokens/s with 16, 147.9 with 8, 115.4 with 4).
         plan.workgroupSize = std::min<uint32_t>(16 * lanes, maxGroup);
+        // One row a cluster: x is in workgroup memory, so a second row saves no reads of it,
+        // and the grid is twice as wide (a 4096-row product 256 workgroups instead of 128 on
+        // the H200's 132 SMs). Side by side on the H200 (2026-12-05, `run-h200.sh sweep`,
+        // three runs each): llama-7b 243.4 / 246.6 / 245.1 tokens/s against 228.8 / 226.4 /
+        // 208.0 with two rows, tinyllama 620.6 / 614.1 / 612.0 against 601.7 / 610.8 / 605.9.
+        // A rope epilogue still takes two (planSpec), gate and up one row of each.
+        if (target.qmatmulRows == 0)
+          plan.rowsPerSubgroup = 1;
       }
     }
     if (target.qmatmulWorkgroup >= lanes && target.qmatmulWorkgroup % lanes == 0)

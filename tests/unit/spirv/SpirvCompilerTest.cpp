@@ -177,16 +177,16 @@ TEST(SpirvCompilerTest, PrefetchIsChosenForSmallGrids) {
   };
   const std::vector<uint32_t> early = build(0, 0, 1), late = build(0, 0, 0);
   ASSERT_NE(early, late);
-  // 16 subgroups of 2 rows a workgroup: 2048 rows are 64 workgroups, 4096 rows 128.
-  EXPECT_EQ(build(2048, 132, -1), early) << "64 workgroups on 132 units";
-  EXPECT_EQ(build(2048, 128, -1), early);
-  EXPECT_EQ(build(2048, 127, -1), late) << "more than half the units";
-  EXPECT_EQ(build(4096, 132, -1), late) << "128 workgroups on 132 units";
-  EXPECT_EQ(build(4096, 256, -1), early);
+  // 16 subgroups of 1 row a workgroup: 1024 rows are 64 workgroups, 2048 rows 128.
+  EXPECT_EQ(build(1024, 132, -1), early) << "64 workgroups on 132 units";
+  EXPECT_EQ(build(1024, 128, -1), early);
+  EXPECT_EQ(build(1024, 127, -1), late) << "more than half the units";
+  EXPECT_EQ(build(2048, 132, -1), late) << "128 workgroups on 132 units";
+  EXPECT_EQ(build(2048, 256, -1), early);
   EXPECT_EQ(build(11008, 132, -1), late);
   EXPECT_EQ(build(0, 132, -1), late) << "rows unknown";
-  EXPECT_EQ(build(2048, 0, -1), late) << "units unknown";
-  EXPECT_EQ(build(2048, 132, 0), late) << "prefetch=0";
+  EXPECT_EQ(build(1024, 0, -1), late) << "units unknown";
+  EXPECT_EQ(build(1024, 132, 0), late) << "prefetch=0";
   EXPECT_EQ(build(11008, 132, 1), early) << "prefetch=1";
 }
 

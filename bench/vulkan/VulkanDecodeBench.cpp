@@ -132,13 +132,26 @@ void BM_VulkanAddBandwidth(benchmark::State &state) {
   BackendOptions options;
   options.kind = "vulkan";
   options.fusion = false;
-  absl::StatusOr<std::unique_ptr<ComputeBackend>> backend = createVulkanBackend(options, {});
+  auto device = runtime::vulkan::VulkanDevice::create();
+  if (!device.ok()) {
+    state.SkipWithError(std::string(device.status().message()).c_str());
+    return;
+  }
+  // A kernel binds at most maxStorageBufferRange bytes (128 MiB on lavapipe): the buffers are
+  // cut to that, and the size used is reported (add_MB).
+  const uint64_t range = (*device)->caps().maxStorageBufferRange;
+  VulkanBackendOptions vulkan;
+  vulkan.device = std::shared_ptr<runtime::vulkan::VulkanDevice>(std::move(*device));
+  absl::StatusOr<std::unique_ptr<ComputeBackend>> backend = createVulkanBackend(options, vulkan);
   if (!backend.ok()) {
     state.SkipWithError(std::string(backend.status().message()).c_str());
     return;
   }
   const char *env = std::getenv("SINTER_BENCH_COPY_MB");
-  const uint64_t bytes = uint64_t(env ? std::max(1, std::atoi(env)) : 256) << 20;
+  uint64_t bytes = uint64_t(env ? std::max(1, std::atoi(env)) : 256) << 20;
+  if (range > 0 && bytes > range)
+    bytes = range / 16 * 16;
+  state.counters["add_MB"] = double(bytes) / double(1 << 20);
   const uint32_t n = static_cast<uint32_t>(bytes / 4);
   BufferHandle buf[3];
   const std::vector<uint8_t> zeros(bytes, 0);

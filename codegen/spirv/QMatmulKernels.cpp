@@ -462,7 +462,9 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
         }
       }
       const int first = static_cast<int>(spec.prologue.size()) + 1;
-      size_t rotated = 0;
+      // The first epilogue member applied row by row below (a rope or a sibling product before
+      // it is done here).
+      size_t perRow = 0;
       if (!spec.epilogue.empty() && spec.epilogue[0].kind == OpKind::Rope) {
         // A rope epilogue (the runtime's rope(q = out, k = out, n_heads_k = 0)): rows 2i and
         // 2i + 1 are pair i % (head_dim / 2) of a head (a tile starts at an even row, the plan
@@ -477,36 +479,21 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
           SinCos sc = ropeSinCos(e, table, pos, pair);
           std::tie(totals[r], totals[r + 1]) = ropeRotate(e, sc, totals[r], totals[r + 1]);
         }
-        rotated = 1;
+        perRow = 1;
       }
-      if (sibling) {
-        // Row tileFirst of both products, then the members after the sibling on the anchor's
-        // value with the sibling's as their second input.
-        Value row = tileFirst;
-        Value store = e.b.create<arith::AndIOp>(e.loc, storer(0), e.ult(row, nRows));
-        e.ifThen(store, [&] {
-          e.store(totals[0], out, row);
-          e.store(totals[1], e.memberBuffer(siblingMember, 2), row);
-          Value v = totals[0];
-          for (size_t j = 1; j < spec.epilogue.size(); ++j) {
-            int m = first + static_cast<int>(j);
-            OpKind kind = spec.epilogue[j].kind;
-            llvm::SmallVector<Value, 2> inputs{v};
-            if (kind != OpKind::Silu)
-              inputs.push_back(totals[1]);
-            v = emitElementwise(e.b, e.loc, kind, inputs, MathTarget::Gpu);
-            e.store(v, e.memberBuffer(m, kind == OpKind::Silu ? 1 : 2), row);
-          }
-        });
-        return;
-      }
-      for (int64_t r = 0; r < rows; ++r) {
+      // A sibling product: one output row, the sibling's stored beside the anchor's and taken
+      // as the second input of the members after it.
+      if (sibling)
+        perRow = 1;
+      for (int64_t r = 0; r < outRows; ++r) {
         Value row = e.add(tileFirst, e.ci(r));
         Value store = e.b.create<arith::AndIOp>(e.loc, storer(r), e.ult(row, nRows));
         e.ifThen(store, [&] {
           e.store(totals[r], out, row);
+          if (sibling)
+            e.store(totals[1], e.memberBuffer(siblingMember, 2), row);
           Value v = totals[r];
-          for (size_t j = rotated; j < spec.epilogue.size(); ++j) {
+          for (size_t j = perRow; j < spec.epilogue.size(); ++j) {
             int m = first + static_cast<int>(j);
             OpKind kind = spec.epilogue[j].kind;
             if (kind == OpKind::CopyBufferOffset) {
@@ -515,7 +502,7 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
             }
             llvm::SmallVector<Value, 2> inputs{v};
             if (kind != OpKind::Silu)
-              inputs.push_back(e.load(e.memberBuffer(m, 1), row));
+              inputs.push_back(sibling ? totals[1] : e.load(e.memberBuffer(m, 1), row));
             v = emitElementwise(e.b, e.loc, kind, inputs, MathTarget::Gpu);
             e.store(v, e.memberBuffer(m, kind == OpKind::Silu ? 1 : 2), row);
           }

@@ -10,6 +10,7 @@
 // generator.
 #include <atomic>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -209,85 +210,78 @@ TEST_P(VulkanSyntheticDecode, LogitsAgreeWithTheReference) {
   EXPECT_LE(s.dispatches, s.fusedDispatches + s.runs);
 }
 
-// A generator that cannot build the projections' rope and cache-write epilogues: the kernel is
-// planned again with rope and the copies launched on their own (not all its members), and the
-// decode still agrees with the reference.
-TEST_F(VulkanFuzzTest, ProjectionTailsThatDoNotBuildLaunchOnTheirOwn) {
+// Decodes `positions` tokens of the micro model in `dtype` through a fused backend whose
+// generator refuses (Unimplemented) the specs `refuse` matches, each step's logits against the
+// reference; the refusals, the compiler's counters and the layer count come back.
+void decodeRefusing(DType dtype, std::function<bool(const codegen::KernelSpec &)> refuse,
+                    uint32_t positions, uint32_t *refusals,
+                    runtime::vulkan::VulkanCompilerStats *counters, uint32_t *layers) {
   model::SyntheticOptions so;
-  so.dtype = DType::Q8_0;
+  so.dtype = dtype;
   absl::StatusOr<model::ModelWeights> w = model::generatePreset("micro", so);
   ASSERT_TRUE(w.ok()) << w.status();
   auto stats = std::make_shared<runtime::vulkan::VulkanStatsSink>();
   auto rejected = std::make_shared<std::atomic<uint32_t>>(0);
-  runtime::vulkan::VulkanKernelBuilder withoutTails =
-      [inner = shared().precise,
-       rejected](const codegen::KernelSpec &spec) -> absl::StatusOr<runtime::vulkan::VulkanKernel> {
-    for (const codegen::OpShape &m : spec.epilogue)
-      if (m.kind == OpKind::Rope || m.kind == OpKind::CopyBufferOffset) {
-        ++*rejected;
-        return absl::UnimplementedError("test: no projection tails");
-      }
+  runtime::vulkan::VulkanKernelBuilder refusing =
+      [inner = shared().precise, rejected,
+       refuse](const codegen::KernelSpec &spec) -> absl::StatusOr<runtime::vulkan::VulkanKernel> {
+    if (refuse(spec)) {
+      ++*rejected;
+      return absl::UnimplementedError("test: refused");
+    }
     return inner(spec);
   };
-  std::unique_ptr<ComputeBackend> fused = vulkanBackend(true, stats, false, false, withoutTails);
+  std::unique_ptr<ComputeBackend> fused = vulkanBackend(true, stats, false, false, refusing);
   ASSERT_TRUE(fused);
   std::unique_ptr<ComputeBackend> reference = *createBackend(BackendOptions{});
   auto a = model::Decoder::create(*fused, *w);
   auto b = model::Decoder::create(*reference, *w);
   ASSERT_TRUE(a.ok() && b.ok());
   std::vector<float> got(w->config.vocabSize), want(w->config.vocabSize);
-  for (uint32_t pos = 0; pos < 6; ++pos) {
+  for (uint32_t pos = 0; pos < positions; ++pos) {
     uint32_t token = (pos * 37 + 5) % w->config.vocabSize;
     ASSERT_TRUE((*a)->step(token, pos, absl::MakeSpan(got)).ok());
     ASSERT_TRUE((*b)->step(token, pos, absl::MakeSpan(want)).ok());
     EXPECT_TRUE(test::nmseWithin<float>(got, want, test::kF32Tolerance)) << "position " << pos;
   }
-  EXPECT_GT(rejected->load(), 0u);
-  runtime::vulkan::VulkanCompilerStats s = stats->get();
+  *refusals = rejected->load();
+  *counters = stats->get();
+  *layers = w->config.nLayers;
+}
+
+// A generator that cannot build the projections' rope and cache-write epilogues: the kernel is
+// planned again with rope and the copies launched on their own (not all its members), and the
+// decode still agrees with the reference.
+TEST_F(VulkanFuzzTest, ProjectionTailsThatDoNotBuildLaunchOnTheirOwn) {
+  auto tails = [](const codegen::KernelSpec &spec) {
+    for (const codegen::OpShape &m : spec.epilogue)
+      if (m.kind == OpKind::Rope || m.kind == OpKind::CopyBufferOffset)
+        return true;
+    return false;
+  };
+  uint32_t refusals = 0, layers = 0;
+  runtime::vulkan::VulkanCompilerStats s;
+  ASSERT_NO_FATAL_FAILURE(decodeRefusing(DType::Q8_0, tails, 6, &refusals, &s, &layers));
+  EXPECT_GT(refusals, 0u);
   EXPECT_GT(s.fusedFallbacks, 0u);
   // Still 7 fused launches a layer (the norm and the projections; gate and up as one), rope
   // launched on its own.
-  EXPECT_EQ(s.fusedDispatches, (7u * w->config.nLayers + 1) * s.runs);
-  EXPECT_GE(s.dispatches, s.fusedDispatches + w->config.nLayers * s.runs) << "rope";
+  EXPECT_EQ(s.fusedDispatches, (7u * layers + 1) * s.runs);
+  EXPECT_GE(s.dispatches, s.fusedDispatches + layers * s.runs) << "rope";
 }
 
 // A generator that cannot build gate and up as one kernel: that kernel is planned again with
 // them launched one after the other (the swiglu still gate's epilogue), and the decode agrees.
 TEST_F(VulkanFuzzTest, SiblingProductsThatDoNotBuildLaunchApart) {
-  model::SyntheticOptions so;
-  so.dtype = DType::Q4_0;
-  absl::StatusOr<model::ModelWeights> w = model::generatePreset("micro", so);
-  ASSERT_TRUE(w.ok()) << w.status();
-  auto stats = std::make_shared<runtime::vulkan::VulkanStatsSink>();
-  auto rejected = std::make_shared<std::atomic<uint32_t>>(0);
-  runtime::vulkan::VulkanKernelBuilder withoutSiblings =
-      [inner = shared().precise,
-       rejected](const codegen::KernelSpec &spec) -> absl::StatusOr<runtime::vulkan::VulkanKernel> {
-    if (codegen::hasSiblingProduct(spec)) {
-      ++*rejected;
-      return absl::UnimplementedError("test: no sibling products");
-    }
-    return inner(spec);
-  };
-  std::unique_ptr<ComputeBackend> fused = vulkanBackend(true, stats, false, false, withoutSiblings);
-  ASSERT_TRUE(fused);
-  std::unique_ptr<ComputeBackend> reference = *createBackend(BackendOptions{});
-  auto a = model::Decoder::create(*fused, *w);
-  auto b = model::Decoder::create(*reference, *w);
-  ASSERT_TRUE(a.ok() && b.ok());
-  std::vector<float> got(w->config.vocabSize), want(w->config.vocabSize);
-  for (uint32_t pos = 0; pos < 4; ++pos) {
-    uint32_t token = (pos * 37 + 5) % w->config.vocabSize;
-    ASSERT_TRUE((*a)->step(token, pos, absl::MakeSpan(got)).ok());
-    ASSERT_TRUE((*b)->step(token, pos, absl::MakeSpan(want)).ok());
-    EXPECT_TRUE(test::nmseWithin<float>(got, want, test::kF32Tolerance)) << "position " << pos;
-  }
-  EXPECT_GT(rejected->load(), 0u);
-  runtime::vulkan::VulkanCompilerStats s = stats->get();
+  uint32_t refusals = 0, layers = 0;
+  runtime::vulkan::VulkanCompilerStats s;
+  ASSERT_NO_FATAL_FAILURE(
+      decodeRefusing(DType::Q4_0, codegen::hasSiblingProduct, 4, &refusals, &s, &layers));
+  EXPECT_GT(refusals, 0u);
   EXPECT_GT(s.fusedFallbacks, 0u);
   // 8 fused launches a layer: up, then gate with the swiglu; rope and the cache writes stay
   // epilogues (the projections' kernel built at the first attempt).
-  EXPECT_EQ(s.fusedDispatches, (8u * w->config.nLayers + 1) * s.runs);
+  EXPECT_EQ(s.fusedDispatches, (8u * layers + 1) * s.runs);
 }
 
 // Attention split over the positions (attnsplit=4, scratch and an atomic merge per head) agrees

@@ -78,6 +78,8 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps, bool paramsInBuf
         target.qmatmulIntDot = kv.second != "0";
       if (kv.first == "prefetch") // 1: every product; 0: none (default: one-wave grids)
         target.qmatmulPrefetch = target.qmatmulPrefetchSmallGrids = kv.second != "0";
+      if (kv.first == "window")
+        target.qmatmulBlockWindow = kv.second != "0";
       if (kv.first == "nonwritable")
         target.readOnlyBindings = kv.second != "0";
       uint32_t v = 0;
@@ -93,6 +95,8 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps, bool paramsInBuf
         target.qmatmulUnroll = v;
       else if (kv.first == "dotunroll")
         target.qmatmulDotUnroll = v;
+      else if (kv.first == "words")
+        target.qmatmulLaneWords = v;
       else if (kv.first == "groups")
         target.qmatmulGroups = v;
       else if (kv.first == "wgrows")

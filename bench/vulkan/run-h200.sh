@@ -20,7 +20,8 @@
 # `... sweep` times the fused decode under quantized_matmul schedule overrides (sweep.json);
 # `... kernels` runs sinter-bench-vulkan-kernels (the read probe, then quantized_matmul at the
 # decode's shapes) under each setting of SINTER_SWEEP (kernels.jsonl, one line per benchmark).
-# SINTER_BENCH_PRESETS, SINTER_BENCH_MIN_TIME (seconds per benchmark, default 2) and
+# SINTER_BENCH_PRESETS, SINTER_BENCH_MIN_TIME (seconds per benchmark, default 2),
+# SINTER_SWEEP_MIN_TIME (seconds per sweep row and preset, default 0.5) and
 # SINTER_VK_VALIDATION (default 0 unless the layer was packed) change what runs.
 set -uo pipefail
 what=${1:-all}
@@ -112,7 +113,8 @@ if [ "$what" = sweep ]; then
   for q in $settings; do
     [ "$q" = default ] && q=
     SINTER_VK_QMATMUL="$q" SINTER_VK_PIPELINE_STATS=1 timeout 90 \
-      "$dest/bin/sinter-bench-vulkan-decode" --benchmark_filter=/fused/ --benchmark_min_time=0.5 \
+      "$dest/bin/sinter-bench-vulkan-decode" --benchmark_filter=/fused/ \
+      --benchmark_min_time="${SINTER_SWEEP_MIN_TIME:-0.5}" \
       --benchmark_format=json 2> >(tee -a "$log" | grep -a 'vulkan pipeline' | sed "s/^/${q:-default}: /" \
       >>"$out/pipelines.txt") |
       python3 -c '

@@ -59,7 +59,9 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, llvm::ArrayRef<Value> rowW
   const uint32_t subgroupLanes = e.target.subgroupSize;
   const int64_t subgroups = e.plan.workgroupSize / subgroupLanes;
   Value partials = g4 ? workgroupArray(e, e.f32(), subgroups) : Value();
-  Value word = e.remu(lane, e.ci(perBlock));
+  // A lane's quant words of a block: laneWords from `word` on; lanesPerBlock lanes a block.
+  const int64_t laneWords = e.plan.laneWords, lanesPerBlock = perBlock / laneWords;
+  Value word = e.mul(e.remu(lane, e.ci(lanesPerBlock)), e.ci(laneWords));
   Value firstWord = e.ult(word, e.ci(1));
   const bool alignedRows = (op.ints[1] / layout.blockWeights * layout.blockBytes) % 4 == 0;
   // The tile's row offsets in bytes and words (set per tile below).
@@ -76,18 +78,29 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, llvm::ArrayRef<Value> rowW
   Value group = e.groupId();
   Value firstRow = setTile(group);
   auto loadW = [&](Value blk) {
-    return loadSplitWords(e, rowW, op.dtype, blk, word, rowBases, rowWords, alignedRows);
+    return loadLaneWords(e, rowW, op.dtype, blk, word, laneWords, rowBases, rowWords, alignedRows,
+                         e.plan.blockWindow && laneWords == perBlock);
   };
   // Adds block blk's products (its words in `l`) to each row's sum.
   Value xq, xd, xz;
-  auto addBlock = [&](Value blk, const SplitWords &l, llvm::SmallVector<Value> next) {
-    Value xa = e.load(xq, e.add(e.mul(blk, e.ci(8)), word));
-    Value xb = q4 ? e.load(xq, e.add(e.mul(blk, e.ci(8)), e.add(word, e.ci(4)))) : Value();
+  auto addBlock = [&](Value blk, const LaneWords &l, llvm::SmallVector<Value> next) {
+    // x of quant word k: int8 word k of the block (Q4_0: k for the low nibbles, k + 4 high).
+    Value first = e.add(e.mul(blk, e.ci(8)), word);
+    llvm::SmallVector<Value, 4> xa, xb;
+    for (int64_t k = 0; k < laneWords; ++k) {
+      xa.push_back(e.load(xq, k == 0 ? first : e.add(first, e.ci(k))));
+      xb.push_back(q4 ? e.load(xq, e.add(first, e.ci(k + 4))) : Value());
+    }
     Value dx = e.load(xd, blk);
     Value zero = q4 ? e.select(firstWord, e.load(xz, blk), e.cf(0.0)) : Value();
     for (int64_t r = 0; r < rows; ++r) {
-      Value scale = splitScale(e, l, r);
-      Value dot = int8WordDot(e, op.dtype, splitQuantWord(e, l, r), xa, xb);
+      Value scale = scaleFromWord(e, l.dRaw[r], l.dShift[r]);
+      Value dot;
+      for (int64_t k = 0; k < laneWords; ++k) {
+        Value q = laneQuantWord(e, l, r, k);
+        Value d = int8WordDot(e, op.dtype, q, xa[k], xb[k]);
+        dot = dot ? b.create<arith::AddIOp>(e.loc, dot, d).getResult() : d;
+      }
       Value part = e.fmul(b.create<arith::SIToFPOp>(e.loc, e.f32(), dot), dx);
       if (q4)
         part = b.create<arith::SubFOp>(e.loc, part, zero);
@@ -100,10 +113,10 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, llvm::ArrayRef<Value> rowW
   // memory latency per block. Blocks past the end read the last block and add nothing (the
   // first is past it only when `guardFirst`: the loop's condition covers it otherwise).
   const int64_t unroll = e.plan.intDotUnroll;
-  Value stride = e.ci(lanes / perBlock), lastBlock = e.sub(nBlocks, e.ci(1));
+  Value stride = e.ci(lanes / lanesPerBlock), lastBlock = e.sub(nBlocks, e.ci(1));
   struct Batch {
     llvm::SmallVector<Value, 16> blks, lives;
-    llvm::SmallVector<SplitWords, 16> loaded;
+    llvm::SmallVector<LaneWords, 16> loaded;
   };
   auto loadBatch = [&](Value blk0, bool guardFirst) {
     Batch batch;
@@ -132,7 +145,7 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, llvm::ArrayRef<Value> rowW
   // quantized, so that their memory latency and the quantization's overlap.
   std::optional<Batch> prefetched;
   if (e.plan.prefetch)
-    prefetched = loadBatch(e.divu(lane, e.ci(perBlock)), /*guardFirst=*/true);
+    prefetched = loadBatch(e.divu(lane, e.ci(lanesPerBlock)), /*guardFirst=*/true);
   xq = workgroupArray(e, e.i32(), vectors);
   xd = workgroupArray(e, e.f32(), blocks);
   xz = q4 ? workgroupArray(e, e.f32(), blocks) : Value();
@@ -177,7 +190,7 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, llvm::ArrayRef<Value> rowW
   // 2. W: the split schedule's words, lane l taking word l % W of blocks l / W, l / W + L / W...
   auto tileProducts = [&](Value tileFirst, const Batch *early) {
     llvm::SmallVector<Value> accs(rows, e.cf(0.0));
-    Value firstBlock = e.divu(lane, e.ci(perBlock));
+    Value firstBlock = e.divu(lane, e.ci(lanesPerBlock));
     if (early) {
       // The blocks loaded before quantizing x: their loads were in flight meanwhile.
       accs = addBatch(*early, accs);

@@ -146,12 +146,31 @@ SplitWords loadSplitWords(Emitter &e, Value w, DType dtype, Value blk, Value wor
   return loadSplitWords(e, rowW, dtype, blk, word, rowBases, rowWords, alignedRows);
 }
 
-SplitWords loadSplitWords(Emitter &e, llvm::ArrayRef<Value> rowW, DType dtype, Value blk,
-                          Value word, llvm::ArrayRef<Value> rowBases,
-                          llvm::ArrayRef<Value> rowWords, bool alignedRows) {
+LaneWords loadLaneWords(Emitter &e, llvm::ArrayRef<Value> rowW, DType dtype, Value blk, Value word,
+                        int64_t count, llvm::ArrayRef<Value> rowBases,
+                        llvm::ArrayRef<Value> rowWords, bool alignedRows, bool window) {
   const int64_t blockBytes = quantLayout(dtype).blockBytes;
-  SplitWords l;
+  LaneWords l;
   Value dRel = e.mul(blk, e.ci(blockBytes));
+  if (window) {
+    // The block's bytes start at byte 0 or 2 of word 0: count + 1 words hold d and the quants.
+    Value relShift = e.toI32(e.mul(e.remu(dRel, e.ci(4)), e.ci(8)));
+    Value relWord = e.divu(dRel, e.ci(4));
+    for (size_t r = 0; r < rowBases.size(); ++r) {
+      Value first =
+          alignedRows ? e.add(rowWords[r], relWord) : e.divu(e.add(rowBases[r], dRel), e.ci(4));
+      Value dShift = alignedRows
+                         ? relShift
+                         : e.toI32(e.mul(e.remu(e.add(rowBases[r], dRel), e.ci(4)), e.ci(8)));
+      l.raw.emplace_back();
+      for (int64_t i = 0; i <= count; ++i)
+        l.raw.back().push_back(e.load(rowW[r], i == 0 ? first : e.add(first, e.ci(i))));
+      l.dRaw.push_back(l.raw.back()[0]);
+      l.dShift.push_back(dShift);
+      l.odd.push_back(e.b.create<arith::CmpIOp>(e.loc, arith::CmpIPredicate::ne, dShift, e.c32(0)));
+    }
+    return l;
+  }
   Value qRel = e.add(dRel, e.add(e.ci(2), e.mul(word, e.ci(4))));
   Value dShiftRel = e.toI32(e.mul(e.remu(dRel, e.ci(4)), e.ci(8)));
   Value sRel = e.toI32(e.mul(e.remu(qRel, e.ci(4)), e.ci(8)));
@@ -173,25 +192,59 @@ SplitWords loadSplitWords(Emitter &e, llvm::ArrayRef<Value> rowW, DType dtype, V
     }
     Value w = rowW[r];
     l.dRaw.push_back(e.load(w, dIndex)); // d: the u16 at the block's start
-    l.lo.push_back(e.load(w, qIndex));   // the quant word at byte 2 + 4 k
-    l.hi.push_back(e.load(w, e.add(qIndex, e.ci(1))));
+    // The quant words at bytes 2 + 4 k.. of the block: count + 1 aligned words hold them.
+    l.raw.emplace_back();
+    for (int64_t i = 0; i <= count; ++i)
+      l.raw.back().push_back(e.load(w, i == 0 ? qIndex : e.add(qIndex, e.ci(i))));
   }
   return l;
 }
 
-Value splitScale(Emitter &e, const SplitWords &l, size_t r) {
+SplitWords loadSplitWords(Emitter &e, llvm::ArrayRef<Value> rowW, DType dtype, Value blk,
+                          Value word, llvm::ArrayRef<Value> rowBases,
+                          llvm::ArrayRef<Value> rowWords, bool alignedRows) {
+  LaneWords lw = loadLaneWords(e, rowW, dtype, blk, word, 1, rowBases, rowWords, alignedRows);
+  SplitWords l;
+  l.dRaw = lw.dRaw;
+  l.dShift = lw.dShift;
+  l.shift = lw.shift;
+  for (const auto &raw : lw.raw) {
+    l.lo.push_back(raw[0]);
+    l.hi.push_back(raw[1]);
+  }
+  return l;
+}
+
+Value scaleFromWord(Emitter &e, Value raw, Value shift) {
   mlir::OpBuilder &b = e.b;
-  return halfBitsToF32(
-      e, b.create<arith::AndIOp>(e.loc, b.create<arith::ShRUIOp>(e.loc, l.dRaw[r], l.dShift[r]),
-                                 e.c32(0xffff)));
+  return halfBitsToF32(e, b.create<arith::AndIOp>(
+                              e.loc, b.create<arith::ShRUIOp>(e.loc, raw, shift), e.c32(0xffff)));
+}
+
+Value funnelWord(Emitter &e, Value lo, Value hi, Value shift) {
+  mlir::OpBuilder &b = e.b;
+  return b.create<arith::OrIOp>(
+      e.loc, b.create<arith::ShRUIOp>(e.loc, lo, shift),
+      b.create<arith::ShLIOp>(e.loc, b.create<arith::ShLIOp>(e.loc, hi, e.c32(16)),
+                              b.create<arith::SubIOp>(e.loc, e.c32(16), shift)));
+}
+
+Value laneQuantWord(Emitter &e, const LaneWords &l, size_t r, int64_t k) {
+  if (l.odd.empty())
+    return funnelWord(e, l.raw[r][k], l.raw[r][k + 1], l.shift[r]);
+  mlir::OpBuilder &b = e.b;
+  Value even =
+      b.create<arith::OrIOp>(e.loc, b.create<arith::ShRUIOp>(e.loc, l.raw[r][k], e.c32(16)),
+                             b.create<arith::ShLIOp>(e.loc, l.raw[r][k + 1], e.c32(16)));
+  return e.select(l.odd[r], l.raw[r][k + 1], even);
+}
+
+Value splitScale(Emitter &e, const SplitWords &l, size_t r) {
+  return scaleFromWord(e, l.dRaw[r], l.dShift[r]);
 }
 
 Value splitQuantWord(Emitter &e, const SplitWords &l, size_t r) {
-  mlir::OpBuilder &b = e.b;
-  return b.create<arith::OrIOp>(
-      e.loc, b.create<arith::ShRUIOp>(e.loc, l.lo[r], l.shift[r]),
-      b.create<arith::ShLIOp>(e.loc, b.create<arith::ShLIOp>(e.loc, l.hi[r], e.c32(16)),
-                              b.create<arith::SubIOp>(e.loc, e.c32(16), l.shift[r])));
+  return funnelWord(e, l.lo[r], l.hi[r], l.shift[r]);
 }
 
 Int8Block quantizeBlockX(Emitter &e, llvm::ArrayRef<Value> vec4s, uint32_t lanes, bool sum) {

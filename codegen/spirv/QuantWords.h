@@ -86,6 +86,32 @@ SplitWords loadSplitWords(Emitter &e, llvm::ArrayRef<Value> rowW, DType dtype, V
                           Value word, llvm::ArrayRef<Value> rowBases,
                           llvm::ArrayRef<Value> rowWords, bool alignedRows);
 
+/// The int8-x schedule's lane: `count` consecutive quant words of block `blk` of each row from
+/// word `word` on, as count + 1 aligned u32s per row (each quant word cut from two of them at bit
+/// `shift`), and the u32 holding the block's f16 d (at bit dShift). count 1 is SplitWords.
+/// With `window` (a whole block a lane: word 0, count the block's quant words) the count + 1
+/// words from the one holding the block's first byte hold d as well, and no word of its own is
+/// loaded for it: d is word 0's low half at an even block start (byte % 4 == 0), its high half
+/// otherwise, and quant word k is then cut from words k and k + 1 at bit 16 (even) or is word
+/// k + 1 (odd); `odd` keeps which, per row.
+struct LaneWords {
+  llvm::SmallVector<Value, 8> dRaw, dShift, shift, odd;
+  llvm::SmallVector<llvm::SmallVector<Value, 9>, 8> raw; ///< per row, count + 1 words
+};
+LaneWords loadLaneWords(Emitter &e, llvm::ArrayRef<Value> rowW, DType dtype, Value blk, Value word,
+                        int64_t count, llvm::ArrayRef<Value> rowBases,
+                        llvm::ArrayRef<Value> rowWords, bool alignedRows, bool window = false);
+
+/// Quant word k of row r of a LaneWords.
+Value laneQuantWord(Emitter &e, const LaneWords &l, size_t r, int64_t k);
+
+/// Row r's block scale d, as f32, from the u32 holding it and its bit offset.
+Value scaleFromWord(Emitter &e, Value raw, Value shift);
+
+/// The quant word cut from `lo` and `hi` at bit `shift` (0 or 16): a funnel shift ((hi << 16)
+/// << (16 - s) is 0 when s == 0).
+Value funnelWord(Emitter &e, Value lo, Value hi, Value shift);
+
 /// Row r's block scale d, as f32.
 Value splitScale(Emitter &e, const SplitWords &l, size_t r);
 

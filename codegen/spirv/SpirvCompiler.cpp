@@ -66,6 +66,7 @@ KernelPlan planKernel(const OpShape &op, const SpirvTarget &target) {
   // in one run, 1 beat 2 (llama-7b 130.7 vs 126.7 tokens/s, tinyllama 308.5 vs 298.6).
   constexpr uint32_t kDefaultSplitUnroll = 1;
   constexpr uint32_t kDefaultDotUnroll = 16;
+  constexpr uint32_t kDefaultLaneWords = 4;
   switch (op.kind) {
   case OpKind::QuantizedMatmul: {
     plan.bindings[0] = SpirvBindingKind::Word;
@@ -141,7 +142,19 @@ KernelPlan planKernel(const OpShape &op, const SpirvTarget &target) {
       uint32_t most = target.qmatmulDotUnroll >= 1 && target.qmatmulDotUnroll <= 16
                           ? target.qmatmulDotUnroll
                           : kDefaultDotUnroll;
-      int64_t stride = plan.lanesPerRow / plan.splitWords;
+      // Four consecutive quant words of a block a lane (a whole Q4_0 block, half a Q8_0 one)
+      // instead of one: a lane loads the d word and 5 words for 16 bytes of quants instead of
+      // 3 words for 4, and reads d, d_x and the zero point once per 16 bytes. On the H200, side
+      // by side in one run (2026-12-05 18:05 UTC, `run-h200.sh kernels` and `sweep`): 32000x4096
+      // 46.4 -> 30.7 µs a launch, 11008x4096 21.0 -> 14.6, 4096x4096 10.8 -> 8.5; the decode
+      // llama-7b 246.6 -> 317.2 tokens/s, tinyllama 615.1 -> 686.8 (`words=2`: 282.1 / 637.9).
+      // `words=1` / `words=2` keep the older schedules.
+      const uint32_t words = target.qmatmulLaneWords ? target.qmatmulLaneWords : kDefaultLaneWords;
+      if ((words == 2 || words == 4) && plan.splitWords % words == 0 &&
+          plan.lanesPerRow >= plan.splitWords)
+        plan.laneWords = words;
+      plan.blockWindow = target.qmatmulBlockWindow;
+      int64_t stride = plan.lanesPerRow / (plan.splitWords / plan.laneWords);
       int64_t trip = (op.ints[1] / layout.blockWeights + stride - 1) / stride;
       int64_t iterations = (trip + most - 1) / most;
       plan.intDotUnroll =
@@ -156,6 +169,7 @@ KernelPlan planKernel(const OpShape &op, const SpirvTarget &target) {
       // the same rows; intDotUnroll blocks loaded at once (dotunroll=N, default 2), spread
       // evenly over the row's steps.
       plan.workgroupRows = true;
+      plan.laneWords = 1;
       plan.rowsPerSubgroup = wgRows;
       const int64_t words = op.ints[1] / layout.blockWeights * plan.splitWords;
       uint32_t size = lanes;

@@ -51,6 +51,13 @@ struct SpirvTarget {
   uint32_t qmatmulUnroll = 0;
   /// int8-x quantized_matmul: the most blocks a lane loads before computing them (1..16; 0: 16).
   uint32_t qmatmulDotUnroll = 0;
+  /// int8-x quantized_matmul: consecutive quant words of a block each lane takes (`words=N`:
+  /// 1, 2 or 4 where it divides the block's words; 0: the built-in choice, 4). More words a
+  /// lane means fewer loads and fewer scale and x-scale reads per byte of W.
+  uint32_t qmatmulLaneWords = 0;
+  /// int8-x quantized_matmul with a whole block a lane: read d from the words that hold the
+  /// block's quants (one load fewer a block; `window=0` loads d's word apart).
+  bool qmatmulBlockWindow = true;
   /// Q4_0/Q8_0 on a device with integer dot products (intDot): quantize x to int8 per block of
   /// 32 in workgroup memory and multiply 4 quants at a time (SEMANTICS.md's 5e-4 bound for
   /// quantized activations). `dot=0` or SINTER_PRECISE=1 keeps x in f32.

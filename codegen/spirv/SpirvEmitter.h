@@ -54,6 +54,12 @@ struct KernelPlan {
   bool intDotX = false;
   /// int8-x schedule: blocks a lane loads before it computes any of them.
   uint32_t intDotUnroll = 1;
+  /// int8-x schedule: consecutive quant words of a block a lane takes (1, 2 or 4, dividing
+  /// splitWords): splitWords / laneWords lanes share a block.
+  uint32_t laneWords = 1;
+  /// int8-x schedule, a whole block a lane: d taken from the block's quant words
+  /// (loadLaneWords' window) instead of a word of its own.
+  bool blockWindow = true;
   /// Split blocks with every invocation of the workgroup on the same rowsPerSubgroup rows
   /// (SpirvTarget::qmatmulWorkgroupRows; lanesPerRow is then the workgroup size and
   /// intDotUnroll the blocks an invocation loads at once).

@@ -64,6 +64,7 @@ protected:
     t.attentionSplits = attentionSplits_;
     t.qmatmulGroups = groups_;
     t.qmatmulWorkgroupRows = workgroupRows_;
+    t.qmatmulLaneWords = laneWords_;
     t.paramsInBuffer = paramsInBuffer_;
     return t;
   }
@@ -104,7 +105,8 @@ protected:
         (t.qmatmulGenericDecode ? "/generic" : "") + (t.qmatmulSplitBlocks ? "/split" : "") +
         (t.qmatmulIntDot ? "/dot" : "") + (t.qmatmulPrefetch ? "" : "/late") + "/" +
         std::to_string(t.qmatmulUnroll) + "/" + std::to_string(t.qmatmulDotUnroll) + "/g" +
-        std::to_string(t.qmatmulGroups) + "/w" + std::to_string(t.qmatmulWorkgroupRows) +
+        std::to_string(t.qmatmulGroups) + "/w" + std::to_string(t.qmatmulWorkgroupRows) + "/lw" +
+        std::to_string(t.qmatmulLaneWords) + (t.qmatmulBlockWindow ? "" : "/nowindow") +
         (t.paramsInBuffer ? "/params" : "");
     auto cached = kernels_->find(key);
     if (cached == kernels_->end()) {
@@ -343,6 +345,8 @@ protected:
   uint32_t groups_ = 0;
   /// target()'s SpirvTarget::qmatmulWorkgroupRows (0: off).
   uint32_t workgroupRows_ = 0;
+  /// target()'s SpirvTarget::qmatmulLaneWords (0: the built-in choice).
+  uint32_t laneWords_ = 0;
   /// target()'s SpirvTarget::paramsInBuffer.
   bool paramsInBuffer_ = false;
   static std::map<std::string, SpirvKernel> *kernels_;
@@ -544,6 +548,59 @@ TEST_F(SpirvKernelTest, QuantizedMatmulIntDot) {
   check(wide, "f32 x past the workgroup memory", 0, 1, &small);
 }
 
+TEST_F(SpirvKernelTest, QuantizedMatmulLaneWords) {
+  if (!runner_->intDot())
+    GTEST_SKIP() << runner_->deviceName() << " has no integer dot products (words=N is int8 x)";
+  // words=N: N consecutive quant words of a block a lane (4 by default; 1 and 2 the narrower
+  // schedules, each built against another setting to show the knob changes the kernel). Aligned
+  // rows (256, 11008 columns) and
+  // unaligned ones (97 blocks), one pass and several, partial last tiles, with and without the
+  // prefetch, two rows a cluster (a rope epilogue's) and a small unroll (blocks past the end).
+  struct Case {
+    uint32_t words, rows, dotUnroll;
+    bool prefetch;
+    bool window = true;
+  };
+  for (Case c : {Case{1, 0, 0, false}, Case{2, 0, 0, false}, Case{4, 2, 0, true},
+                 Case{2, 2, 3, true}, Case{4, 0, 0, false, false}})
+    for (DType dtype : {DType::Q4_0, DType::Q8_0})
+      for (uint32_t nCols : {256u, 3104u, 11008u})
+        for (uint32_t rows : {64u, 130u}) {
+          if (nCols > 4096 && rows != 64)
+            continue;
+          SpirvTarget t = target();
+          t.qmatmulLaneWords = c.words;
+          t.qmatmulRows = c.rows;
+          t.qmatmulDotUnroll = c.dotUnroll;
+          t.qmatmulPrefetch = c.prefetch;
+          t.qmatmulBlockWindow = c.window;
+          OpCall op = ops::quantizedMatmul(slot(0), slot(1), slot(2), rows, nCols, dtype);
+          // (window=0 changes only a whole block a lane: Q4_0's 4 words, not half a Q8_0 block)
+          if (nCols == 256 && rows == 64 && (c.window || dtype == DType::Q4_0)) {
+            absl::StatusOr<SpirvKernel> lane =
+                codegen::buildSpirvKernel(codegen::singleOpSpec(op, 0), t);
+            ASSERT_TRUE(lane.ok()) << lane.status();
+            SpirvTarget one = t;
+            one.qmatmulLaneWords = c.words == 1 ? 4 : 1;
+            if (!c.window) { // the same words a lane, d loaded apart
+              one.qmatmulLaneWords = c.words;
+              one.qmatmulBlockWindow = true;
+            }
+            absl::StatusOr<SpirvKernel> base =
+                codegen::buildSpirvKernel(codegen::singleOpSpec(op, 0), one);
+            ASSERT_TRUE(base.ok()) << base.status();
+            EXPECT_TRUE(usesIntDot(lane->words));
+            EXPECT_NE(lane->words, base->words) << "words=" << c.words << " changed nothing";
+          }
+          check(op,
+                std::string("words=") + str(c.words) + (c.window ? "" : " window=0") + " rows " +
+                    str(c.rows) + " dotunroll " + str(c.dotUnroll) +
+                    (c.prefetch ? " prefetch " : " ") + dtypeName(dtype) + " " + str(rows) + "x" +
+                    str(nCols),
+                0, rows, &t, kQuantizedActivationTolerance);
+        }
+}
+
 TEST_F(SpirvKernelTest, QuantizedMatmulCappedGrid) {
   if (!runner_->intDot())
     GTEST_SKIP() << runner_->deviceName() << " has no integer dot products (groups=N is int8 x)";
@@ -661,15 +718,16 @@ TEST_F(SpirvKernelTest, FusedQuantizedMatmulEpilogues) {
 // Split blocks with f32 x and with int8 x (from 64 rows; 40 rows keep f32 x in the same kernel),
 // an even and an odd number of blocks a row, a partial last workgroup.
 TEST_F(SpirvKernelTest, FusedSiblingProducts) {
-  for (int schedule : {1, 2}) {
+  for (int schedule : {1, 2, 3}) {
     split_ = true;
-    intDot_ = schedule == 2;
+    intDot_ = schedule >= 2;
+    laneWords_ = schedule == 3 ? 2 : 0; // int8 x: the default (4 words a lane), then words=2
     for (DType dtype : {DType::Q4_0, DType::Q8_0})
       for (uint32_t cols : {256u, 96u * 32u + 32u})
         for (uint32_t rows : {40u, 70u, 1000u}) {
           std::string what = std::string("rms_norm -> ") + dtypeName(dtype) +
                              " gate and up -> silu -> element_mul, " + str(rows) + "x" + str(cols) +
-                             (intDot_ ? " int8 x" : " split");
+                             (intDot_ ? " int8 x words " + str(laneWords_) : " split");
           checkFused({ops::rmsNorm(slot(0), slot(1), slot(2), cols, 1e-5f),
                       ops::quantizedMatmul(slot(3), slot(2), slot(4), rows, cols, dtype),
                       ops::quantizedMatmul(slot(5), slot(2), slot(6), rows, cols, dtype),
@@ -679,6 +737,7 @@ TEST_F(SpirvKernelTest, FusedSiblingProducts) {
         }
   }
   split_ = intDot_ = true;
+  laneWords_ = 0;
 }
 
 // The tails of the projections that feed the KV cache (runtime/vulkan/LaunchGroups.cpp): rope of
@@ -688,10 +747,11 @@ TEST_F(SpirvKernelTest, FusedSiblingProducts) {
 // run-time integers, as in a decode.
 TEST_F(SpirvKernelTest, FusedRopeAndCacheCopyEpilogues) {
   const uint8_t posParam = 0b1, dstParam = 0b10;
-  for (int schedule : {0, 1, 2}) {
+  for (int schedule : {0, 1, 2, 3}) {
     split_ = schedule >= 1;
-    intDot_ = schedule == 2;
-    std::string how = split_ ? (intDot_ ? " int8 x" : " split") : " pairs";
+    intDot_ = schedule >= 2;
+    laneWords_ = schedule == 3 ? 1 : 0; // int8 x: the default (4 words a lane), then words=1
+    std::string how = split_ ? (intDot_ ? " int8 x words " + str(laneWords_) : " split") : " pairs";
     for (uint32_t pos : {0u, 7u, 300u})
       for (uint32_t dst : {0u, 4u * 192u, 6u, 4u * 192u + 1u}) {
         const uint32_t heads = 3, dim = 64, rows = heads * dim, cols = 256;
@@ -726,6 +786,7 @@ TEST_F(SpirvKernelTest, FusedRopeAndCacheCopyEpilogues) {
                0, {2}, "Q4_0 product -> cache copy" + how, {0, dstParam});
   }
   split_ = intDot_ = true;
+  laneWords_ = 0;
 }
 
 TEST_F(SpirvKernelTest, AttentionOverHeads) {

@@ -58,6 +58,9 @@ struct SpirvTarget {
   /// int8-x quantized_matmul with a whole block a lane: read d from the words that hold the
   /// block's quants (one load fewer a block; `window=0` loads d's word apart).
   bool qmatmulBlockWindow = true;
+  /// int8-x quantized_matmul with four words a lane: keep int8 x as vectors of 4 words in
+  /// workgroup memory, so a lane reads a block's x in 16-byte loads (`xvec=0`: 4-byte words).
+  bool qmatmulXVectors = true;
   /// Q4_0/Q8_0 on a device with integer dot products (intDot): quantize x to int8 per block of
   /// 32 in workgroup memory and multiply 4 quants at a time (SEMANTICS.md's 5e-4 bound for
   /// quantized activations). `dot=0` or SINTER_PRECISE=1 keeps x in f32.

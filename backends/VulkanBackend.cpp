@@ -99,6 +99,8 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps, bool paramsInBuf
         target.qmatmulDotUnroll = v;
       else if (kv.first == "words")
         target.qmatmulLaneWords = v;
+      else if (kv.first == "pfhalves")
+        target.qmatmulPrefetchHalfWaves = v;
       else if (kv.first == "groups")
         target.qmatmulGroups = v;
       else if (kv.first == "wgrows")

@@ -145,7 +145,7 @@ KernelPlan planKernel(const OpShape &op, const SpirvTarget &target) {
       // Four consecutive quant words of a block a lane (a whole Q4_0 block, half a Q8_0 one)
       // instead of one: a lane loads the d word and 5 words for 16 bytes of quants instead of
       // 3 words for 4, and reads d, d_x and the zero point once per 16 bytes. On the H200, side
-      // by side in one run (2026-12-05 18:05 UTC, `run-h200.sh kernels` and `sweep`): 32000x4096
+      // by side in one run (2026-12-05 18:02 UTC, `run-h200.sh kernels` and `sweep`): 32000x4096
       // 46.4 -> 30.7 µs a launch, 11008x4096 21.0 -> 14.6, 4096x4096 10.8 -> 8.5; the decode
       // llama-7b 246.6 -> 317.2 tokens/s, tinyllama 615.1 -> 686.8 (`words=2`: 282.1 / 637.9).
       // `words=1` / `words=2` keep the older schedules.
@@ -312,8 +312,9 @@ KernelPlan planSpec(const KernelSpec &spec, const SpirvTarget &target) {
     // faster (its products are 8 or 64 workgroups) and llama-7b 0.87x (128 of 132 SMs, the
     // 11008-column down product slower). So by default: grids of at most half the SMs.
     uint64_t groups = (uint64_t(spec.rowsHint) + plan.unitsPerGroup - 1) / plan.unitsPerGroup;
+    const uint64_t halves = target.qmatmulPrefetchHalfWaves ? target.qmatmulPrefetchHalfWaves : 1;
     bool smallGrid = target.qmatmulPrefetchSmallGrids && target.computeUnits > 0 && groups > 0 &&
-                     2 * groups <= target.computeUnits && plan.maxGroups == 0;
+                     2 * groups <= halves * target.computeUnits && plan.maxGroups == 0;
     plan.prefetch = target.qmatmulPrefetch || smallGrid;
   }
   if (spec.prologue.empty() && spec.epilogue.empty())

@@ -72,6 +72,9 @@ struct SpirvTarget {
   /// int8 x: prefetch where the product's grid (KernelSpec::rowsHint rows) has at most
   /// computeUnits / 2 workgroups. `prefetch=0` turns it off.
   bool qmatmulPrefetchSmallGrids = true;
+  /// int8 x: the largest grid prefetched, in halves of computeUnits workgroups (`pfhalves=N`;
+  /// 0: 1, half as many workgroups as compute units).
+  uint32_t qmatmulPrefetchHalfWaves = 0;
   /// The device's compute units (NVIDIA's SM count); 0 when unknown (no grid-size choices).
   uint32_t computeUnits = 0;
   /// int8-x quantized_matmul: at most this many workgroups (`groups=N`, 4..65535; 0: one

@@ -78,8 +78,6 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps, bool paramsInBuf
         target.qmatmulIntDot = kv.second != "0";
       if (kv.first == "prefetch") // 1: every product; 0: none (default: one-wave grids)
         target.qmatmulPrefetch = target.qmatmulPrefetchSmallGrids = kv.second != "0";
-      if (kv.first == "xvec")
-        target.qmatmulXVectors = kv.second != "0";
       if (kv.first == "window")
         target.qmatmulBlockWindow = kv.second != "0";
       if (kv.first == "nonwritable")
@@ -99,8 +97,6 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps, bool paramsInBuf
         target.qmatmulDotUnroll = v;
       else if (kv.first == "words")
         target.qmatmulLaneWords = v;
-      else if (kv.first == "pfhalves")
-        target.qmatmulPrefetchHalfWaves = v;
       else if (kv.first == "groups")
         target.qmatmulGroups = v;
       else if (kv.first == "wgrows")

@@ -83,25 +83,13 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, llvm::ArrayRef<Value> rowW
   };
   // Adds block blk's products (its words in `l`) to each row's sum.
   Value xq, xd, xz;
-  // With four words a lane (KernelPlan::xVectors) int8 x is kept as 4 words a vector: a lane
-  // reads its block's x in one or two 16-byte loads instead of 4 or 8 of 4 bytes.
-  const bool xVectors = e.plan.xVectors && laneWords == 4;
   auto addBlock = [&](Value blk, const LaneWords &l, llvm::SmallVector<Value> next) {
     // x of quant word k: int8 word k of the block (Q4_0: k for the low nibbles, k + 4 high).
+    Value first = e.add(e.mul(blk, e.ci(8)), word);
     llvm::SmallVector<Value, 4> xa, xb;
-    if (xVectors) {
-      Value first = e.add(e.mul(blk, e.ci(2)), e.divu(word, e.ci(4)));
-      Value lo = e.load(xq, first), hi = q4 ? e.load(xq, e.add(first, e.ci(1))) : Value();
-      for (int64_t k = 0; k < 4; ++k) {
-        xa.push_back(extractLane(e, lo, k));
-        xb.push_back(q4 ? extractLane(e, hi, k) : Value());
-      }
-    } else {
-      Value first = e.add(e.mul(blk, e.ci(8)), word);
-      for (int64_t k = 0; k < laneWords; ++k) {
-        xa.push_back(e.load(xq, k == 0 ? first : e.add(first, e.ci(k))));
-        xb.push_back(q4 ? e.load(xq, e.add(first, e.ci(k + 4))) : Value());
-      }
+    for (int64_t k = 0; k < laneWords; ++k) {
+      xa.push_back(e.load(xq, k == 0 ? first : e.add(first, e.ci(k))));
+      xb.push_back(q4 ? e.load(xq, e.add(first, e.ci(k + 4))) : Value());
     }
     Value dx = e.load(xd, blk);
     Value zero = q4 ? e.select(firstWord, e.load(xz, blk), e.cf(0.0)) : Value();
@@ -158,50 +146,37 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, llvm::ArrayRef<Value> rowW
   std::optional<Batch> prefetched;
   if (e.plan.prefetch)
     prefetched = loadBatch(e.divu(lane, e.ci(lanesPerBlock)), /*guardFirst=*/true);
-  xq = xVectors ? workgroupArray(e, mlir::VectorType::get({4}, e.i32()), vectors / 4)
-                : workgroupArray(e, e.i32(), vectors);
+  xq = workgroupArray(e, e.i32(), vectors);
   xd = workgroupArray(e, e.f32(), blocks);
   xz = q4 ? workgroupArray(e, e.f32(), blocks) : Value();
   // 1. x: vector v by invocation v mod T, every invocation making the same number of passes
-  // so that the 8 lanes of a block (aligned: T is a multiple of 8) all reach the shuffles. With
-  // xVectors 4 vectors an invocation (2 a block), stored as one vector of 4 int8 words.
+  // so that the 8 lanes of a block (aligned: T is a multiple of 8) all reach the shuffles.
   Value tid = e.threadId(), threads = e.ci(e.plan.workgroupSize);
-  const int64_t perThread = xVectors ? 4 : 1, xUnits = vectors / perThread;
-  Value lastUnit = e.ci(xUnits - 1);
-  Value squares = e.forLoop(
-      e.ci(0), e.ci(xUnits), threads, mlir::ValueRange{e.cf(0.0)},
-      [&](Value u0, mlir::ValueRange it) {
-        Value at = e.add(u0, tid);
-        Value live = e.ult(at, e.ci(xUnits));
-        Value u = e.minu(at, lastUnit);
-        llvm::SmallVector<Value, 4> ins, xs;
-        for (int64_t j = 0; j < perThread; ++j) {
-          Value v = xVectors ? e.add(e.mul(u, e.ci(4)), e.ci(j)) : u;
-          Value in = e.load(x4, v);
-          ins.push_back(in);
-          xs.push_back(g4 ? b.create<arith::MulFOp>(e.loc, in, e.load(g4, v)).getResult() : in);
-        }
-        Value sq = it[0];
-        if (g4)
-          sq = e.select(live, e.fadd(sq, groupSum(e, ins, true)), sq);
-        // A block is 8 vec4s: 8 lanes, or 2 with xVectors.
-        Int8Block q = quantizeBlockX(e, xs, xVectors ? 2 : 8, q4);
-        const int64_t perBlockUnits = 8 / perThread;
-        e.ifThen(live, [&] {
-          e.store(xVectors ? b.create<mlir::spirv::CompositeConstructOp>(
-                                  e.loc, mlir::VectorType::get({4}, e.i32()), q.words)
-                                 .getResult()
-                           : q.words[0],
-                  xq, u);
-          e.ifThen(e.ult(e.remu(u, e.ci(perBlockUnits)), e.ci(1)), [&] {
-            Value blk = e.divu(u, e.ci(perBlockUnits));
-            e.store(q.dx, xd, blk);
-            if (q4)
-              e.store(e.fmul(e.fmul(q.dx, q.qsum), e.cf(8.0)), xz, blk);
-          });
-        });
-        return llvm::SmallVector<Value>{sq};
-      })[0];
+  Value lastVector = e.ci(vectors - 1);
+  Value squares =
+      e.forLoop(e.ci(0), e.ci(vectors), threads, mlir::ValueRange{e.cf(0.0)},
+                [&](Value v0, mlir::ValueRange it) {
+                  Value at = e.add(v0, tid);
+                  Value live = e.ult(at, e.ci(vectors));
+                  Value v = e.minu(at, lastVector);
+                  Value in = e.load(x4, v);
+                  Value xv =
+                      g4 ? b.create<arith::MulFOp>(e.loc, in, e.load(g4, v)).getResult() : in;
+                  Value sq = it[0];
+                  if (g4)
+                    sq = e.select(live, e.fadd(sq, groupSum(e, {in}, true)), sq);
+                  Int8Block q = quantizeBlockX(e, {xv}, 8, q4); // a block is 8 vec4s
+                  e.ifThen(live, [&] {
+                    e.store(q.words[0], xq, v);
+                    e.ifThen(e.ult(e.remu(v, e.ci(8)), e.ci(1)), [&] {
+                      Value blk = e.divu(v, e.ci(8));
+                      e.store(q.dx, xd, blk);
+                      if (q4)
+                        e.store(e.fmul(e.fmul(q.dx, q.qsum), e.cf(8.0)), xz, blk);
+                    });
+                  });
+                  return llvm::SmallVector<Value>{sq};
+                })[0];
   if (g4) {
     Value part = e.clusterSum(squares, subgroupLanes);
     e.ifThen(e.ult(e.laneId(), e.ci(1)), [&] { e.store(part, partials, e.subgroupId()); });

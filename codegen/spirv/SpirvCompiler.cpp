@@ -154,7 +154,6 @@ KernelPlan planKernel(const OpShape &op, const SpirvTarget &target) {
           plan.lanesPerRow >= plan.splitWords)
         plan.laneWords = words;
       plan.blockWindow = target.qmatmulBlockWindow;
-      plan.xVectors = target.qmatmulXVectors;
       int64_t stride = plan.lanesPerRow / (plan.splitWords / plan.laneWords);
       int64_t trip = (op.ints[1] / layout.blockWeights + stride - 1) / stride;
       int64_t iterations = (trip + most - 1) / most;
@@ -312,9 +311,8 @@ KernelPlan planSpec(const KernelSpec &spec, const SpirvTarget &target) {
     // faster (its products are 8 or 64 workgroups) and llama-7b 0.87x (128 of 132 SMs, the
     // 11008-column down product slower). So by default: grids of at most half the SMs.
     uint64_t groups = (uint64_t(spec.rowsHint) + plan.unitsPerGroup - 1) / plan.unitsPerGroup;
-    const uint64_t halves = target.qmatmulPrefetchHalfWaves ? target.qmatmulPrefetchHalfWaves : 1;
     bool smallGrid = target.qmatmulPrefetchSmallGrids && target.computeUnits > 0 && groups > 0 &&
-                     2 * groups <= halves * target.computeUnits && plan.maxGroups == 0;
+                     2 * groups <= target.computeUnits && plan.maxGroups == 0;
     plan.prefetch = target.qmatmulPrefetch || smallGrid;
   }
   if (spec.prologue.empty() && spec.epilogue.empty())

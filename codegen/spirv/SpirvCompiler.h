@@ -58,9 +58,6 @@ struct SpirvTarget {
   /// int8-x quantized_matmul with a whole block a lane: read d from the words that hold the
   /// block's quants (one load fewer a block; `window=0` loads d's word apart).
   bool qmatmulBlockWindow = true;
-  /// int8-x quantized_matmul with four words a lane: keep int8 x as vectors of 4 words in
-  /// workgroup memory, so a lane reads a block's x in 16-byte loads (`xvec=0`: 4-byte words).
-  bool qmatmulXVectors = true;
   /// Q4_0/Q8_0 on a device with integer dot products (intDot): quantize x to int8 per block of
   /// 32 in workgroup memory and multiply 4 quants at a time (SEMANTICS.md's 5e-4 bound for
   /// quantized activations). `dot=0` or SINTER_PRECISE=1 keeps x in f32.
@@ -72,9 +69,6 @@ struct SpirvTarget {
   /// int8 x: prefetch where the product's grid (KernelSpec::rowsHint rows) has at most
   /// computeUnits / 2 workgroups. `prefetch=0` turns it off.
   bool qmatmulPrefetchSmallGrids = true;
-  /// int8 x: the largest grid prefetched, in halves of computeUnits workgroups (`pfhalves=N`;
-  /// 0: 1, half as many workgroups as compute units).
-  uint32_t qmatmulPrefetchHalfWaves = 0;
   /// The device's compute units (NVIDIA's SM count); 0 when unknown (no grid-size choices).
   uint32_t computeUnits = 0;
   /// int8-x quantized_matmul: at most this many workgroups (`groups=N`, 4..65535; 0: one

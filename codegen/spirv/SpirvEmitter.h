@@ -60,9 +60,6 @@ struct KernelPlan {
   /// int8-x schedule, a whole block a lane: d taken from the block's quant words
   /// (loadLaneWords' window) instead of a word of its own.
   bool blockWindow = true;
-  /// int8-x schedule with four words a lane: int8 x in workgroup memory as vectors of 4 words,
-  /// read 16 bytes at a time.
-  bool xVectors = true;
   /// Split blocks with every invocation of the workgroup on the same rowsPerSubgroup rows
   /// (SpirvTarget::qmatmulWorkgroupRows; lanesPerRow is then the workgroup size and
   /// intDotUnroll the blocks an invocation loads at once).

@@ -161,12 +161,11 @@ TEST(SpirvCompilerTest, FusedKernelBindsEveryMember) {
 // its first batch of W before quantizing x (the kernel `prefetch=1` builds); a larger grid, or an
 // unknown row count or unit count, does not (the kernel `prefetch=0` builds).
 TEST(SpirvCompilerTest, PrefetchIsChosenForSmallGrids) {
-  auto build = [](uint32_t rowsHint, uint32_t units, int force, uint32_t halves = 0) {
+  auto build = [](uint32_t rowsHint, uint32_t units, int force) {
     SpirvTarget t = target(32);
     t.intDot = true;
     t.maxSharedMemoryBytes = 49152;
     t.computeUnits = units;
-    t.qmatmulPrefetchHalfWaves = halves;
     if (force >= 0)
       t.qmatmulPrefetch = t.qmatmulPrefetchSmallGrids = force == 1;
     KernelSpec spec =
@@ -189,10 +188,6 @@ TEST(SpirvCompilerTest, PrefetchIsChosenForSmallGrids) {
   EXPECT_EQ(build(1024, 0, -1), late) << "units unknown";
   EXPECT_EQ(build(1024, 132, 0), late) << "prefetch=0";
   EXPECT_EQ(build(11008, 132, 1), early) << "prefetch=1";
-  // pfhalves=N: grids of up to N halves of the units.
-  EXPECT_EQ(build(4096, 132, -1, 4), early) << "256 workgroups, pfhalves=4 (264)";
-  EXPECT_EQ(build(4096, 132, -1, 3), late) << "256 workgroups, pfhalves=3 (198)";
-  EXPECT_EQ(build(1024, 132, -1, 1), early);
 }
 
 TEST(SpirvCompilerTest, InjectedFailureIsAnError) {

@@ -107,7 +107,7 @@ protected:
         std::to_string(t.qmatmulUnroll) + "/" + std::to_string(t.qmatmulDotUnroll) + "/g" +
         std::to_string(t.qmatmulGroups) + "/w" + std::to_string(t.qmatmulWorkgroupRows) + "/lw" +
         std::to_string(t.qmatmulLaneWords) + (t.qmatmulBlockWindow ? "" : "/nowindow") +
-        (t.qmatmulXVectors ? "" : "/noxvec") + (t.paramsInBuffer ? "/params" : "");
+        (t.paramsInBuffer ? "/params" : "");
     auto cached = kernels_->find(key);
     if (cached == kernels_->end()) {
       absl::StatusOr<SpirvKernel> built = codegen::buildSpirvKernel(spec, t);
@@ -560,11 +560,9 @@ TEST_F(SpirvKernelTest, QuantizedMatmulLaneWords) {
     uint32_t words, rows, dotUnroll;
     bool prefetch;
     bool window = true;
-    bool xvec = true;
   };
-  for (Case c :
-       {Case{1, 0, 0, false}, Case{2, 0, 0, false}, Case{4, 2, 0, true}, Case{2, 2, 3, true},
-        Case{4, 0, 0, false, false}, Case{4, 0, 0, true, true, false}})
+  for (Case c : {Case{1, 0, 0, false}, Case{2, 0, 0, false}, Case{4, 2, 0, true},
+                 Case{2, 2, 3, true}, Case{4, 0, 0, false, false}})
     for (DType dtype : {DType::Q4_0, DType::Q8_0})
       for (uint32_t nCols : {256u, 3104u, 11008u})
         for (uint32_t rows : {64u, 130u}) {
@@ -576,7 +574,6 @@ TEST_F(SpirvKernelTest, QuantizedMatmulLaneWords) {
           t.qmatmulDotUnroll = c.dotUnroll;
           t.qmatmulPrefetch = c.prefetch;
           t.qmatmulBlockWindow = c.window;
-          t.qmatmulXVectors = c.xvec;
           OpCall op = ops::quantizedMatmul(slot(0), slot(1), slot(2), rows, nCols, dtype);
           // (window=0 changes only a whole block a lane: Q4_0's 4 words, not half a Q8_0 block)
           if (nCols == 256 && rows == 64 && (c.window || dtype == DType::Q4_0)) {
@@ -585,9 +582,9 @@ TEST_F(SpirvKernelTest, QuantizedMatmulLaneWords) {
             ASSERT_TRUE(lane.ok()) << lane.status();
             SpirvTarget one = t;
             one.qmatmulLaneWords = c.words == 1 ? 4 : 1;
-            if (!c.window || !c.xvec) { // the same words a lane, d or x read apart
+            if (!c.window) { // the same words a lane, d loaded apart
               one.qmatmulLaneWords = c.words;
-              one.qmatmulBlockWindow = one.qmatmulXVectors = true;
+              one.qmatmulBlockWindow = true;
             }
             absl::StatusOr<SpirvKernel> base =
                 codegen::buildSpirvKernel(codegen::singleOpSpec(op, 0), one);
@@ -596,10 +593,10 @@ TEST_F(SpirvKernelTest, QuantizedMatmulLaneWords) {
             EXPECT_NE(lane->words, base->words) << "words=" << c.words << " changed nothing";
           }
           check(op,
-                std::string("words=") + str(c.words) + (c.window ? "" : " window=0") +
-                    (c.xvec ? "" : " xvec=0") + " rows " + str(c.rows) + " dotunroll " +
-                    str(c.dotUnroll) + (c.prefetch ? " prefetch " : " ") + dtypeName(dtype) + " " +
-                    str(rows) + "x" + str(nCols),
+                std::string("words=") + str(c.words) + (c.window ? "" : " window=0") + " rows " +
+                    str(c.rows) + " dotunroll " + str(c.dotUnroll) +
+                    (c.prefetch ? " prefetch " : " ") + dtypeName(dtype) + " " + str(rows) + "x" +
+                    str(nCols),
                 0, rows, &t, kQuantizedActivationTolerance);
         }
 }

@@ -4,6 +4,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
@@ -29,14 +32,21 @@ bool replayDisabledByEnv() {
   return env && std::string(env) == "0";
 }
 
+// SINTER_VK_QMATMUL="rows=4,wg=256,...": the quantized_matmul schedule overrides (for tuning,
+// docs/ENVIRONMENT.md), as key and value pairs in order; none when the variable is unset.
+std::vector<std::pair<std::string, std::string>> qmatmulOverrides() {
+  std::vector<std::pair<std::string, std::string>> items;
+  if (const char *env = std::getenv("SINTER_VK_QMATMUL"))
+    for (absl::string_view item : absl::StrSplit(env, ',', absl::SkipEmpty()))
+      items.push_back(absl::StrSplit(item, absl::MaxSplits('=', 1)));
+  return items;
+}
+
 // SINTER_VK_QMATMUL's `pairs=0`: gate and up launch one after the other instead of as one
 // kernel with a sibling product (for side-by-side timing).
 bool siblingProductsDisabledByEnv() {
-  const char *env = std::getenv("SINTER_VK_QMATMUL");
-  if (!env)
-    return false;
-  for (absl::string_view item : absl::StrSplit(env, ',', absl::SkipEmpty()))
-    if (item == "pairs=0")
+  for (const auto &[key, value] : qmatmulOverrides())
+    if (key == "pairs" && value == "0")
       return true;
   return false;
 }
@@ -66,48 +76,45 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps, bool paramsInBuf
   target.computeUnits = caps.smCount;
   // The integers in a parameter buffer, so plans replay their command buffers.
   target.paramsInBuffer = paramsInBuffer;
-  // SINTER_VK_QMATMUL="rows=4,wg=256,step=4": quantized_matmul schedule overrides, for tuning.
-  if (const char *env = std::getenv("SINTER_VK_QMATMUL"))
-    for (absl::string_view item : absl::StrSplit(env, ',', absl::SkipEmpty())) {
-      std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
-      if (kv.first == "decode" && kv.second == "generic")
-        target.qmatmulGenericDecode = true;
-      if (kv.first == "split")
-        target.qmatmulSplitBlocks = kv.second == "1";
-      if (kv.first == "dot")
-        target.qmatmulIntDot = kv.second != "0";
-      if (kv.first == "prefetch") // 1: every product; 0: none (default: one-wave grids)
-        target.qmatmulPrefetch = target.qmatmulPrefetchSmallGrids = kv.second != "0";
-      if (kv.first == "window")
-        target.qmatmulBlockWindow = kv.second != "0";
-      if (kv.first == "nonwritable")
-        target.readOnlyBindings = kv.second != "0";
-      uint32_t v = 0;
-      if (!absl::SimpleAtoi(kv.second, &v))
-        continue;
-      if (kv.first == "rows")
-        target.qmatmulRows = v;
-      else if (kv.first == "wg")
-        target.qmatmulWorkgroup = v;
-      else if (kv.first == "step")
-        target.qmatmulBlocksPerStep = v;
-      else if (kv.first == "unroll")
-        target.qmatmulUnroll = v;
-      else if (kv.first == "dotunroll")
-        target.qmatmulDotUnroll = v;
-      else if (kv.first == "words")
-        target.qmatmulLaneWords = v;
-      else if (kv.first == "groups")
-        target.qmatmulGroups = v;
-      else if (kv.first == "wgrows")
-        target.qmatmulWorkgroupRows = v;
-      else if (kv.first == "attnwg")
-        target.attentionWorkgroup = v;
-      else if (kv.first == "attnsplit")
-        target.attentionSplits = v;
-      else if (kv.first == "cus")
-        target.computeUnits = v;
-    }
+  for (const std::pair<std::string, std::string> &kv : qmatmulOverrides()) {
+    if (kv.first == "decode" && kv.second == "generic")
+      target.qmatmulGenericDecode = true;
+    if (kv.first == "split")
+      target.qmatmulSplitBlocks = kv.second == "1";
+    if (kv.first == "dot")
+      target.qmatmulIntDot = kv.second != "0";
+    if (kv.first == "prefetch") // 1: every product; 0: none (default: one-wave grids)
+      target.qmatmulPrefetch = target.qmatmulPrefetchSmallGrids = kv.second != "0";
+    if (kv.first == "window")
+      target.qmatmulBlockWindow = kv.second != "0";
+    if (kv.first == "nonwritable")
+      target.readOnlyBindings = kv.second != "0";
+    uint32_t v = 0;
+    if (!absl::SimpleAtoi(kv.second, &v))
+      continue;
+    if (kv.first == "rows")
+      target.qmatmulRows = v;
+    else if (kv.first == "wg")
+      target.qmatmulWorkgroup = v;
+    else if (kv.first == "step")
+      target.qmatmulBlocksPerStep = v;
+    else if (kv.first == "unroll")
+      target.qmatmulUnroll = v;
+    else if (kv.first == "dotunroll")
+      target.qmatmulDotUnroll = v;
+    else if (kv.first == "words")
+      target.qmatmulLaneWords = v;
+    else if (kv.first == "groups")
+      target.qmatmulGroups = v;
+    else if (kv.first == "wgrows")
+      target.qmatmulWorkgroupRows = v;
+    else if (kv.first == "attnwg")
+      target.attentionWorkgroup = v;
+    else if (kv.first == "attnsplit")
+      target.attentionSplits = v;
+    else if (kv.first == "cus")
+      target.computeUnits = v;
+  }
   return [target](const codegen::KernelSpec &spec) -> absl::StatusOr<VulkanKernel> {
     SINTER_ASSIGN_OR_RETURN(codegen::SpirvKernel k, codegen::buildSpirvKernel(spec, target));
     VulkanKernel out;

@@ -8,12 +8,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "VulkanTestUtil.h"
 #include "backends/ReferenceBackend.h"
 #include "runtime/LazyBackend.h"
 #include "runtime/vulkan/DescriptorCache.h"
 #include "runtime/vulkan/VulkanMemory.h"
+#include "support/Ops.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -531,6 +534,38 @@ TEST_F(VulkanBackendTest, StatsModeTimesEveryKernel) {
   EXPECT_THAT(err, HasSubstr("sinter-stats: vulkan kernel #1 silu_f32: "));
   EXPECT_THAT(err, HasSubstr("2 dispatches"));
   EXPECT_GT(stats_->get().kernelSeconds, 0.0);
+}
+
+// SINTER_VK_QMATMUL is read when a builder is made: words=1 changes the int8-x Q4_0 kernel,
+// words=4 is the default's, and empty or unknown items (or a key without a value) change nothing.
+TEST_F(VulkanBackendTest, QmatmulOverridesFromTheEnvironmentChangeTheKernel) {
+  if (!haveSpirvCodegen())
+    GTEST_SKIP() << "the SPIR-V code generator is not in this build";
+  if (!device_->caps().integerDotProduct)
+    GTEST_SKIP() << "the device has no integer dot products (words=N is int8 x)";
+  auto build = [&](const char *knobs) {
+    const char *was = std::getenv("SINTER_VK_QMATMUL");
+    const std::string saved = was ? was : "";
+    if (knobs)
+      setenv("SINTER_VK_QMATMUL", knobs, 1);
+    else
+      unsetenv("SINTER_VK_QMATMUL");
+    runtime::vulkan::VulkanKernelBuilder builder = spirvCodegenBuilder(device_->caps());
+    if (was)
+      setenv("SINTER_VK_QMATMUL", saved.c_str(), 1);
+    else
+      unsetenv("SINTER_VK_QMATMUL");
+    OpCall op = ops::quantizedMatmul(BufferHandle{1}, BufferHandle{2}, BufferHandle{3}, 64, 4096,
+                                     DType::Q4_0);
+    absl::StatusOr<VulkanKernel> k = builder(codegen::singleOpSpec(op, 0));
+    EXPECT_TRUE(k.ok()) << (knobs ? knobs : "(unset)") << ": " << k.status();
+    return k.ok() ? k->binary.spirv : std::vector<uint32_t>{};
+  };
+  const std::vector<uint32_t> base = build(nullptr), one = build("words=1");
+  ASSERT_FALSE(base.empty());
+  EXPECT_NE(base, one) << "words=1 changed nothing";
+  EXPECT_EQ(base, build("words=4"));
+  EXPECT_EQ(one, build("bogus=3,,words=1,pairs"));
 }
 
 } // namespace

@@ -152,50 +152,48 @@ LaneWords loadLaneWords(Emitter &e, llvm::ArrayRef<Value> rowW, DType dtype, Val
   const int64_t blockBytes = quantLayout(dtype).blockBytes;
   LaneWords l;
   Value dRel = e.mul(blk, e.ci(blockBytes));
-  if (window) {
-    // The block's bytes start at byte 0 or 2 of word 0: count + 1 words hold d and the quants.
-    Value relShift = e.toI32(e.mul(e.remu(dRel, e.ci(4)), e.ci(8)));
-    Value relWord = e.divu(dRel, e.ci(4));
-    for (size_t r = 0; r < rowBases.size(); ++r) {
-      Value first =
-          alignedRows ? e.add(rowWords[r], relWord) : e.divu(e.add(rowBases[r], dRel), e.ci(4));
-      Value dShift = alignedRows
-                         ? relShift
-                         : e.toI32(e.mul(e.remu(e.add(rowBases[r], dRel), e.ci(4)), e.ci(8)));
-      l.raw.emplace_back();
-      for (int64_t i = 0; i <= count; ++i)
-        l.raw.back().push_back(e.load(rowW[r], i == 0 ? first : e.add(first, e.ci(i))));
-      l.dRaw.push_back(l.raw.back()[0]);
-      l.dShift.push_back(dShift);
-      l.odd.push_back(e.b.create<arith::CmpIOp>(e.loc, arith::CmpIPredicate::ne, dShift, e.c32(0)));
-    }
-    return l;
+  // Without the window: the quant words from byte 2 + 4 word of the block, cut at bit `shift`.
+  Value qRel, sRel, qWordRel;
+  if (!window) {
+    qRel = e.add(dRel, e.add(e.ci(2), e.mul(word, e.ci(4))));
+    sRel = e.toI32(e.mul(e.remu(qRel, e.ci(4)), e.ci(8)));
+    qWordRel = e.divu(qRel, e.ci(4));
   }
-  Value qRel = e.add(dRel, e.add(e.ci(2), e.mul(word, e.ci(4))));
   Value dShiftRel = e.toI32(e.mul(e.remu(dRel, e.ci(4)), e.ci(8)));
-  Value sRel = e.toI32(e.mul(e.remu(qRel, e.ci(4)), e.ci(8)));
-  Value dWordRel = e.divu(dRel, e.ci(4)), qWordRel = e.divu(qRel, e.ci(4));
+  Value dWordRel = e.divu(dRel, e.ci(4));
   for (size_t r = 0; r < rowBases.size(); ++r) {
     Value dIndex, qIndex;
     if (alignedRows) {
       dIndex = e.add(rowWords[r], dWordRel);
-      qIndex = e.add(rowWords[r], qWordRel);
       l.dShift.push_back(dShiftRel);
-      l.shift.push_back(sRel);
+      if (!window) {
+        qIndex = e.add(rowWords[r], qWordRel);
+        l.shift.push_back(sRel);
+      }
     } else {
       Value blockByte = e.add(rowBases[r], dRel);
-      Value qByte = e.add(rowBases[r], qRel);
       dIndex = e.divu(blockByte, e.ci(4));
       l.dShift.push_back(e.toI32(e.mul(e.remu(blockByte, e.ci(4)), e.ci(8))));
-      qIndex = e.divu(qByte, e.ci(4));
-      l.shift.push_back(e.toI32(e.mul(e.remu(qByte, e.ci(4)), e.ci(8))));
+      if (!window) {
+        Value qByte = e.add(rowBases[r], qRel);
+        qIndex = e.divu(qByte, e.ci(4));
+        l.shift.push_back(e.toI32(e.mul(e.remu(qByte, e.ci(4)), e.ci(8))));
+      }
     }
     Value w = rowW[r];
-    l.dRaw.push_back(e.load(w, dIndex)); // d: the u16 at the block's start
-    // The quant words at bytes 2 + 4 k.. of the block: count + 1 aligned words hold them.
+    // count + 1 aligned words: from d's word with the window (the block starts at byte 0 or 2
+    // of it, so they hold d and the quants), else from the first quant word's.
+    Value from = window ? dIndex : qIndex;
+    if (!window)
+      l.dRaw.push_back(e.load(w, dIndex)); // d: the u16 at the block's start
     l.raw.emplace_back();
     for (int64_t i = 0; i <= count; ++i)
-      l.raw.back().push_back(e.load(w, i == 0 ? qIndex : e.add(qIndex, e.ci(i))));
+      l.raw.back().push_back(e.load(w, i == 0 ? from : e.add(from, e.ci(i))));
+    if (window) {
+      l.dRaw.push_back(l.raw.back()[0]);
+      l.odd.push_back(
+          e.b.create<arith::CmpIOp>(e.loc, arith::CmpIPredicate::ne, l.dShift.back(), e.c32(0)));
+    }
   }
   return l;
 }
@@ -232,6 +230,9 @@ Value funnelWord(Emitter &e, Value lo, Value hi, Value shift) {
 Value laneQuantWord(Emitter &e, const LaneWords &l, size_t r, int64_t k) {
   if (l.odd.empty())
     return funnelWord(e, l.raw[r][k], l.raw[r][k + 1], l.shift[r]);
+  // The window: an even block's quants start at bit 16 of word 0 (a funnel shift by the
+  // constant 16, written out: funnelWord's general form leaves a shift by 0), an odd one's at
+  // word 1.
   mlir::OpBuilder &b = e.b;
   Value even =
       b.create<arith::OrIOp>(e.loc, b.create<arith::ShRUIOp>(e.loc, l.raw[r][k], e.c32(16)),

@@ -88,15 +88,23 @@ absl::StatusOr<BufferHandle> LazyBackend::allocate(uint64_t sizeBytes) {
   std::lock_guard<std::mutex> lock(mu_);
   SINTER_RETURN_IF_ERROR(fault::check(fault::Site::Allocate, "allocate")); // tests only
   absl::StatusOr<BufferHandle> handle = memory_->allocate(sizeBytes);
-  if (handle.ok())
+  if (handle.ok()) {
     known_[handle->id] = Known{sizeBytes, 0, 0};
+    ++knownGeneration_; // the insertion may have moved every entry
+  }
   return handle;
 }
 
 LazyBackend::Known *LazyBackend::known(BufferHandle handle) {
   // The store is the backend's own: every live buffer was allocated through allocate().
+  KnownCacheEntry &cached = knownCache_[handle.id % kKnownCacheSize];
+  if (cached.generation == knownGeneration_ && cached.id == handle.id)
+    return cached.known;
   auto it = known_.find(handle.id);
-  return it == known_.end() ? nullptr : &it->second;
+  if (it == known_.end())
+    return nullptr;
+  cached = KnownCacheEntry{handle.id, knownGeneration_, &it->second};
+  return &it->second;
 }
 
 uint32_t LazyBackend::slotOf(BufferHandle handle, Known &k) {
@@ -117,6 +125,7 @@ absl::Status LazyBackend::free(BufferHandle handle) {
   const bool pending = inTrace(*k);
   const uint32_t slot = k->slot;
   known_.erase(handle.id);
+  ++knownGeneration_; // the cache may point at the erased entry
   if (!pending)
     return memory_->release(handle);
   // Pending work uses the buffer: its final version is no longer observable, and the bytes are
@@ -149,8 +158,7 @@ absl::Status LazyBackend::submit(const OpCall &op) {
     ++stats_.sizeLimitFlushes;
     (void)flushLocked("trace-size limit"); // a failure is kept for the next synchronize
   }
-  TraceEntry &entry = trace_.entries.emplace_back();
-  entry.op = op;
+  TraceEntry &entry = trace_.entries.emplace_back(op);
   for (int i = 0; i < numBuffers; ++i)
     entry.op.buffers[i] = Trace::handleOfSlot(slotOf(op.buffers[i], *k[i]));
   ++stats_.callsRecorded;

@@ -10,6 +10,7 @@
 #ifndef SINTER_RUNTIME_LAZYBACKEND_H
 #define SINTER_RUNTIME_LAZYBACKEND_H
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -180,6 +181,18 @@ private:
   /// Every live handle allocated here (freed ones leave at free): one lookup a buffer argument
   /// gives the size validation needs and the slot recording needs.
   absl::flat_hash_map<uint64_t, Known> known_ ABSL_GUARDED_BY(mu_);
+  /// A direct-mapped cache in front of known_: a recorded call looks up to three handles, and a
+  /// decode step's few hundred buffers repeat every step. Entry id % kKnownCacheSize holds a
+  /// pointer into known_, valid while its generation is knownGeneration_ (allocate may rehash
+  /// known_, free drops an entry: both start a new generation).
+  struct KnownCacheEntry {
+    uint64_t id = 0;
+    uint64_t generation = 0; // 0: empty (generations count from 1)
+    Known *known = nullptr;
+  };
+  static constexpr size_t kKnownCacheSize = 1024;
+  std::array<KnownCacheEntry, kKnownCacheSize> knownCache_ ABSL_GUARDED_BY(mu_){};
+  uint64_t knownGeneration_ ABSL_GUARDED_BY(mu_) = 1;
   uint32_t epoch_ ABSL_GUARDED_BY(mu_) = 1;
   absl::Status deferredError_ ABSL_GUARDED_BY(mu_);
   LazyStats stats_ ABSL_GUARDED_BY(mu_);

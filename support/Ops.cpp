@@ -13,9 +13,8 @@
 #include "sinter/Status.h"
 
 namespace sinter {
-namespace {
 
-constexpr OpInfo kOpInfos[] = {
+const OpInfo kOpInfos[] = {
     {OpKind::Matmul, "matmul", 3, {"a", "b", "out"}, 3, {"m", "n", "k"}, nullptr, false},
     {OpKind::Softmax, "softmax", 2, {"in", "out"}, 1, {"size"}, nullptr, false},
     {OpKind::RmsNorm, "rms_norm", 3, {"in", "weight", "out"}, 1, {"size"}, "eps", false},
@@ -67,6 +66,8 @@ constexpr OpInfo kOpInfos[] = {
 static_assert(sizeof(kOpInfos) / sizeof(kOpInfos[0]) == kNumOpKinds,
               "kOpInfos needs one row per OpKind");
 
+namespace {
+
 constexpr uint64_t kF32 = 4;
 
 // Byte arithmetic saturates at UINT64_MAX instead of wrapping: a saturated range can never fit a
@@ -107,6 +108,10 @@ bool overlaps(const BufferAccess &a, const BufferAccess &b, const OpCall &op) {
 // An output may not overlap an input unless the op is element-wise with equal ranges (the
 // in-place forms SEMANTICS.md allows for softmax, rms_norm, silu, element_mul and add).
 absl::Status checkAliasing(const OpCall &op, const AccessList &accesses) {
+  // Distinct buffers cannot overlap (most calls: the record path skips the pairs).
+  const auto &h = op.buffers;
+  if (h[0] != h[1] && h[0] != h[2] && h[1] != h[2])
+    return absl::OkStatus();
   bool inPlaceAllowed = op.kind == OpKind::Softmax || op.kind == OpKind::RmsNorm ||
                         op.kind == OpKind::Silu || op.kind == OpKind::ElementMul ||
                         op.kind == OpKind::Add;
@@ -131,38 +136,34 @@ absl::Status checkAliasing(const OpCall &op, const AccessList &accesses) {
 
 } // namespace
 
-const OpInfo &opInfo(OpKind kind) {
-  const OpInfo &info = kOpInfos[static_cast<int>(kind)];
-  assert(info.kind == kind && "kOpInfos is out of order");
-  return info;
-}
-
 bool operator==(const OpCall &a, const OpCall &b) {
   return a.kind == b.kind && a.buffers == b.buffers && a.ints == b.ints && a.dtype == b.dtype &&
          // Compare floats bit for bit: a recorded -0.0 or NaN eps is a different call.
          std::memcmp(&a.scalar, &b.scalar, sizeof(float)) == 0;
 }
 
-absl::StatusOr<AccessList> opAccesses(const OpCall &op) {
+namespace {
+
+// opAccesses into `acc` (the record path's validation keeps the list on its own stack).
+absl::Status fillAccesses(const OpCall &op, AccessList &acc) {
   const auto &v = op.ints;
-  AccessList acc;
   switch (op.kind) {
   case OpKind::Matmul:
-    acc = {readF32(0, 0, satMul(v[0], v[2])), readF32(1, 0, satMul(v[2], v[1])),
-           writeF32(2, 0, satMul(v[0], v[1]))};
+    acc.assign({readF32(0, 0, satMul(v[0], v[2])), readF32(1, 0, satMul(v[2], v[1])),
+                writeF32(2, 0, satMul(v[0], v[1]))});
     break;
   case OpKind::Softmax:
   case OpKind::Silu:
-    acc = {readF32(0, 0, v[0]), writeF32(1, 0, v[0])};
+    acc.assign({readF32(0, 0, v[0]), writeF32(1, 0, v[0])});
     break;
   case OpKind::RmsNorm:
     if (v[0] == 0)
       return invalid(op, "size must be positive (the mean divides by it)");
-    acc = {readF32(0, 0, v[0]), readF32(1, 0, v[0]), writeF32(2, 0, v[0])};
+    acc.assign({readF32(0, 0, v[0]), readF32(1, 0, v[0]), writeF32(2, 0, v[0])});
     break;
   case OpKind::ElementMul:
   case OpKind::Add:
-    acc = {readF32(0, 0, v[0]), readF32(1, 0, v[0]), writeF32(2, 0, v[0])};
+    acc.assign({readF32(0, 0, v[0]), readF32(1, 0, v[0]), writeF32(2, 0, v[0])});
     break;
   case OpKind::Rope: {
     uint64_t headDim = v[1];
@@ -173,30 +174,30 @@ absl::StatusOr<AccessList> opAccesses(const OpCall &op) {
     BufferAccess q = readF32(0, 0, satMul(v[2], headDim));
     BufferAccess k = readF32(1, 0, satMul(v[3], headDim));
     q.write = k.write = true;
-    acc = {q, k};
+    acc.assign({q, k});
     if (overlaps(q, k, op))
       return invalid(op, absl::StrFormat("q and k ranges of buffer %d overlap", op.buffers[0].id));
     break;
   }
   case OpKind::CopyBuffer:
-    acc = {{0, 0, v[0], true, false}, {1, 0, v[0], false, true}};
+    acc.assign({{0, 0, v[0], true, false}, {1, 0, v[0], false, true}});
     // Copying a buffer onto itself at the same offset changes nothing and is allowed.
-    return acc;
+    return absl::OkStatus();
   case OpKind::CopyBufferOffset:
-    acc = {{0, v[0], v[2], true, false}, {1, v[1], v[2], false, true}};
-    return acc; // overlap is memmove
+    acc.assign({{0, v[0], v[2], true, false}, {1, v[1], v[2], false, true}});
+    return absl::OkStatus(); // overlap is memmove
   case OpKind::AttnScore: {
     uint64_t headDim = v[0], seqLen = v[1];
     if (headDim == 0)
       return invalid(op, "head_dim must be positive (scores divide by sqrt(head_dim))");
-    acc = {readF32(0, v[2], headDim), readF32(1, 0, stridedEnd(seqLen, v[4], v[3], headDim)),
-           writeF32(2, 0, seqLen)};
+    acc.assign({readF32(0, v[2], headDim), readF32(1, 0, stridedEnd(seqLen, v[4], v[3], headDim)),
+                writeF32(2, 0, seqLen)});
     break;
   }
   case OpKind::AttnValue: {
     uint64_t headDim = v[0], seqLen = v[1];
-    acc = {readF32(0, 0, seqLen), readF32(1, 0, stridedEnd(seqLen, v[3], v[2], headDim)),
-           writeF32(2, v[4], headDim)};
+    acc.assign({readF32(0, 0, seqLen), readF32(1, 0, stridedEnd(seqLen, v[3], v[2], headDim)),
+                writeF32(2, v[4], headDim)});
     break;
   }
   case OpKind::QuantizedMatmul: {
@@ -206,13 +207,20 @@ absl::StatusOr<AccessList> opAccesses(const OpCall &op) {
     if (nCols % info.blockSize != 0)
       return invalid(op, absl::StrFormat("n_cols %d is not a multiple of the %s block size %d",
                                          nCols, info.name, info.blockSize));
-    acc = {{0, 0, nRows * rowBytes(info, nCols), true, false},
-           readF32(1, 0, nCols),
-           writeF32(2, 0, nRows)};
+    acc.assign({{0, 0, nRows * rowBytes(info, nCols), true, false},
+                readF32(1, 0, nCols),
+                writeF32(2, 0, nRows)});
     break;
   }
   }
-  SINTER_RETURN_IF_ERROR(checkAliasing(op, acc));
+  return checkAliasing(op, acc);
+}
+
+} // namespace
+
+absl::StatusOr<AccessList> opAccesses(const OpCall &op) {
+  AccessList acc;
+  SINTER_RETURN_IF_ERROR(fillAccesses(op, acc));
   return acc;
 }
 
@@ -231,11 +239,10 @@ absl::Status validateOp(const OpCall &op, BufferSizeFn sizeOf) {
 }
 
 absl::Status validateOpSizes(const OpCall &op, const uint64_t *sizes) {
+  AccessList accesses;
+  SINTER_RETURN_IF_ERROR(fillAccesses(op, accesses));
   const OpInfo &info = opInfo(op.kind);
-  absl::StatusOr<AccessList> accesses = opAccesses(op);
-  if (!accesses.ok())
-    return accesses.status();
-  for (const BufferAccess &a : *accesses) {
+  for (const BufferAccess &a : accesses) {
     uint64_t have = sizes[a.bufferIndex];
     // Byte offsets of copy_buffer_offset are 64-bit: compare without forming a wrapping sum.
     if (a.size == 0 || (a.size <= have && a.offset <= have - a.size))

@@ -8,10 +8,11 @@
 #define SINTER_SUPPORT_OPS_H
 
 #include <array>
+#include <cassert>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
-#include "absl/container/inlined_vector.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -61,8 +62,15 @@ struct OpInfo {
   bool hasDType;
 };
 
-/// The names and arity of `kind`.
-const OpInfo &opInfo(OpKind kind);
+/// One row per OpKind, in OpKind order (Ops.cpp); read it through opInfo.
+extern const OpInfo kOpInfos[];
+
+/// The names and arity of `kind` (inline: the record path asks several times a call).
+inline const OpInfo &opInfo(OpKind kind) {
+  const OpInfo &info = kOpInfos[static_cast<int>(kind)];
+  assert(info.kind == kind && "kOpInfos is out of order");
+  return info;
+}
 
 /// One byte range an op touches in one of its buffers.
 struct BufferAccess {
@@ -72,7 +80,29 @@ struct BufferAccess {
   bool read;
   bool write;
 };
-using AccessList = absl::InlinedVector<BufferAccess, 4>;
+/// An op's accesses: at most one per buffer operand, so a fixed array (the record path builds
+/// one a call; absl::InlinedVector's assignment was a fifth of a recorded call).
+class AccessList {
+public:
+  static constexpr size_t kCapacity = 3;
+  AccessList() = default;
+  AccessList(std::initializer_list<BufferAccess> items) { assign(items); }
+  void assign(std::initializer_list<BufferAccess> items) {
+    assert(items.size() <= kCapacity && "an op has at most three buffer operands");
+    size_ = 0;
+    for (const BufferAccess &a : items)
+      items_[size_++] = a;
+  }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const BufferAccess &operator[](size_t i) const { return items_[i]; }
+  const BufferAccess *begin() const { return items_.data(); }
+  const BufferAccess *end() const { return items_.data() + size_; }
+
+private:
+  std::array<BufferAccess, kCapacity> items_; // [size_, kCapacity) unset: no zeroing a call
+  uint8_t size_ = 0;
+};
 
 /// The byte ranges `op` reads and writes. InvalidArgument / Unimplemented for arguments that are
 /// wrong whatever the buffers hold (odd head_dim, n_cols not a whole number of blocks, an

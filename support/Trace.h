@@ -22,6 +22,10 @@ struct TraceEntry {
     Op,     ///< a graph op; op.buffers hold slot numbers (BufferHandle{slot + 1})
     Upload, ///< copy_to_device: bytes [0, uploadBytes) of slot `uploadSlot` from payload `payload`
   };
+  TraceEntry() = default;
+  /// A graph op (built in place on the record path: the default constructor zeroes `op` first).
+  explicit TraceEntry(const OpCall &call) : op(call) {}
+
   Kind kind = Kind::Op;
   OpCall op;                ///< Kind::Op
   uint32_t uploadSlot = 0;  ///< Kind::Upload

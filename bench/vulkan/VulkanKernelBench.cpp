@@ -7,11 +7,12 @@
 // ceiling the generated kernels are compared with: the time of a 1 GiB pass minus that of a 128
 // MiB pass (one submit-and-wait each, so the submission's cost cancels), in bytes read per second.
 //
-// BM_VulkanQMatmul/ROWS/COLS: Q4_0 quantized_matmul of ROWS x COLS, 32 launches per synchronize,
-// each reading another of enough weight buffers to be well past the L2 cache, all writing the same
-// output (so each waits for the one before, as in a decode); per launch: device microseconds
-// (timestamps: the flush's first start to last end over its launches) and weight bytes per
-// device second, beside the wall time and the host's recording time per launch.
+// BM_VulkanQMatmul/ROWS/COLS/OUTS: Q4_0 quantized_matmul of ROWS x COLS, 32 launches per
+// synchronize, each reading another of enough weight buffers to be well past the L2 cache; OUTS 1:
+// all write the same output (so each waits for the one before, as in a decode), OUTS 3: launch i
+// writes output i % 3 (no barrier inside a group of three, like Q, K and V); per launch: device
+// microseconds (timestamps: the flush's first start to last end over its launches) and weight bytes
+// per device second, beside the wall time and the host's recording time per launch.
 // SINTER_VK_QMATMUL changes the schedule (docs/ENVIRONMENT.md), so `bench/vulkan/run-h200.sh
 // kernels` sweeps it.
 #include <algorithm>
@@ -251,6 +252,7 @@ std::vector<uint8_t> randomQ4_0(int64_t rows, int64_t cols, uint64_t &state) {
 
 void BM_VulkanQMatmul(benchmark::State &state) {
   const int64_t rows = state.range(0), cols = state.range(1);
+  const int outputs = static_cast<int>(std::max<int64_t>(1, state.range(2)));
   BackendOptions options;
   options.kind = "vulkan";
   options.fusion = false;
@@ -293,8 +295,12 @@ void BM_VulkanQMatmul(benchmark::State &state) {
   std::normal_distribution<float> normal(0.f, 1.f);
   for (float &v : xs)
     v = normal(rng);
-  auto x = be.allocate(cols * 4), out = be.allocate(rows * 4);
-  if (!x.ok() || !out.ok()) {
+  auto x = be.allocate(cols * 4);
+  std::vector<BufferHandle> outs;
+  for (int i = 0; i < outputs; ++i)
+    if (auto h = be.allocate(rows * 4); h.ok())
+      outs.push_back(*h);
+  if (!x.ok() || static_cast<int>(outs.size()) != outputs) {
     state.SkipWithError("cannot allocate x and out");
     return;
   }
@@ -304,7 +310,8 @@ void BM_VulkanQMatmul(benchmark::State &state) {
   int next = 0;
   auto round = [&]() -> absl::Status {
     for (int i = 0; i < kLaunches; ++i) {
-      SINTER_RETURN_IF_ERROR(be.quantizedMatmul(ws[next], *x, *out, rows, cols, DType::Q4_0));
+      SINTER_RETURN_IF_ERROR(
+          be.quantizedMatmul(ws[next], *x, outs[i % outputs], rows, cols, DType::Q4_0));
       next = (next + 1) % buffers;
     }
     return be.synchronize();
@@ -334,7 +341,8 @@ void BM_VulkanQMatmul(benchmark::State &state) {
   for (BufferHandle h : ws)
     (void)be.free(h);
   (void)be.free(*x);
-  (void)be.free(*out);
+  for (BufferHandle h : outs)
+    (void)be.free(h);
 }
 
 void registerAll() {
@@ -360,7 +368,15 @@ void registerAll() {
                                                                     {5632, 2048},
                                                                     {2048, 5632}})
     benchmark::RegisterBenchmark("BM_VulkanQMatmul", BM_VulkanQMatmul)
-        ->Args({rows, cols})
+        ->Args({rows, cols, 1})
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime()
+        ->MinTime(0.3);
+  // The decode's Q, K and V: three launches on one x with no barrier between them (outputs
+  // apart), a barrier every third; against /1 it shows whether the device overlaps them.
+  for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{4096, 4096}, {2048, 2048}})
+    benchmark::RegisterBenchmark("BM_VulkanQMatmul", BM_VulkanQMatmul)
+        ->Args({rows, cols, 3})
         ->Unit(benchmark::kMicrosecond)
         ->UseRealTime()
         ->MinTime(0.3);

@@ -26,6 +26,11 @@ for t in "${targets[@]}"; do
   [ -n "$f" ] || { echo "pack: $t not built" >&2; exit 1; }
   strip -o "$stage/bin/$t" "$f"
 done
+# SINTER_PACK_BASELINE=<a sinter-bench-vulkan-decode built from another commit>: carried as
+# bin/sinter-bench-vulkan-decode-baseline for `run-h200.sh ab` (the two side by side in one run).
+if [ -n "${SINTER_PACK_BASELINE:-}" ]; then
+  strip -o "$stage/bin/sinter-bench-vulkan-decode-baseline" "$SINTER_PACK_BASELINE"
+fi
 cp "$build"/tests/unit/vulkan/spv/*.spv "$stage/spv/"
 cp "${SINTER_SHARED_DIR:-$root/../shared}/models/stories260K.bin" "$stage/shared/models/"
 # Libraries: everything ldd resolves except the C library, the GCC runtime and the loader (the

@@ -18,6 +18,7 @@
 #   run(command="bash bench/vulkan/run-h200.sh", carry=[".gl", ".carry"], timeout_s=600)
 # `bash bench/vulkan/run-h200.sh tests` or `... bench` runs one half (two calls, more slack);
 # `... sweep` times the fused decode under quantized_matmul schedule overrides (sweep.json);
+# `... ab` runs the fused decode of a packed baseline binary and of this build in turn (ab.json);
 # `... kernels` runs sinter-bench-vulkan-kernels (the read probe, then quantized_matmul at the
 # decode's shapes) under each setting of SINTER_SWEEP (kernels.jsonl, one line per benchmark).
 # SINTER_BENCH_PRESETS, SINTER_BENCH_MIN_TIME (seconds per benchmark, default 2),
@@ -31,6 +32,7 @@ mkdir -p "$out"
 log="$out/tests.log"
 [ "$what" = sweep ] && log="$out/sweep.log" # keep the tests' log of an earlier run in $OUT
 [ "$what" = kernels ] && log="$out/kernels.log"
+[ "$what" = ab ] && log="$out/ab.log"
 : >"$log"
 say() { echo "run-h200: $*" | tee -a "$log" >&2; }
 
@@ -68,7 +70,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >>
 # 4. Tests, each with its gtest JSON (folded into summary.json below).
 tests=(VulkanDeviceTest VulkanRuntimeTest VulkanBackendTest VulkanStories260KTest VulkanFuzzTest
   ConformanceTest SpirvKernelTest)
-[ "$what" = bench ] || [ "$what" = sweep ] || [ "$what" = kernels ] && tests=()
+[ "$what" = bench ] || [ "$what" = sweep ] || [ "$what" = kernels ] || [ "$what" = ab ] && tests=()
 for t in "${tests[@]}"; do
   filter='*'
   [ "$t" = ConformanceTest ] && filter='*vulkan*'
@@ -81,7 +83,7 @@ for t in "${tests[@]}"; do
 done
 
 # 5. The decode benchmark, then a few SINTER_STATS tokens for per-kernel times.
-if [ "$what" != tests ] && [ "$what" != sweep ] && [ "$what" != kernels ]; then
+if [ "$what" != tests ] && [ "$what" != sweep ] && [ "$what" != kernels ] && [ "$what" != ab ]; then
   say "== sinter-bench-vulkan-decode"
   # The GPU's clocks, power and throttle reasons every 2 s while the benchmark runs (clocks.csv).
   nvidia-smi --query-gpu=timestamp,pstate,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,power.draw,power.limit,clocks_throttle_reasons.active,utilization.gpu,utilization.memory \
@@ -126,6 +128,35 @@ for b in json.load(sys.stdin).get("benchmarks", []):
     say "sweep '$q' exit ${PIPESTATUS[0]}"
   done
   cat "$out/sweep.json"
+  exit 0
+fi
+
+# 5b'. `run-h200.sh ab`: the fused decode of the baseline binary (pack-h200.sh with
+# SINTER_PACK_BASELINE) and of this build in turn, SINTER_AB_ROUNDS times (default 2), so a change
+# of host or kernel code is measured side by side on one machine; one line of ab.json per
+# binary, round and preset, with the host's share of a token.
+if [ "$what" = ab ]; then
+  [ -x "$dest/bin/sinter-bench-vulkan-decode-baseline" ] ||
+    { say "ab: no baseline binary packed (SINTER_PACK_BASELINE)"; exit 1; }
+  for round in $(seq "${SINTER_AB_ROUNDS:-2}"); do
+    for which in baseline current; do
+      bin="$dest/bin/sinter-bench-vulkan-decode"
+      [ "$which" = baseline ] && bin="$bin-baseline"
+      timeout 120 "$bin" --benchmark_filter=/fused/ \
+        --benchmark_min_time="${SINTER_BENCH_MIN_TIME:-2}" --benchmark_format=json 2>>"$log" |
+        python3 -c '
+import json, sys
+keys = ("tokens_per_s", "between_flushes_us_per_token", "lookup_us_per_token", "run_us_per_token",
+        "wait_us_per_token", "outside_wait_us_per_token", "dispatches_per_token",
+        "queue_submits_per_token")
+for b in json.load(sys.stdin).get("benchmarks", []):
+    row = {"binary": sys.argv[1], "round": int(sys.argv[2]), "name": b["name"].split("/min")[0]}
+    row.update({k: round(b[k], 1) for k in keys if k in b})
+    if b.get("error_message"): row["error"] = b["error_message"]
+    print(json.dumps(row))' "$which" "$round" | tee -a "$out/ab.json"
+      say "ab $which round $round exit ${PIPESTATUS[0]}"
+    done
+  done
   exit 0
 fi
 

@@ -115,6 +115,38 @@ TEST(LazyBackendTest, FreeIsDeferredUntilPendingWorkRan) {
   EXPECT_EQ(lazy.free(a).code(), absl::StatusCode::kNotFound);
 }
 
+// The recorder caches handle lookups by id modulo a table size: two live handles sharing an
+// entry, used in turn, must each be checked against their own size, and a freed one must not be
+// found through the cache.
+TEST(LazyBackendTest, HandlesSharingALookupEntryKeepTheirOwnSizes) {
+  LazyBackend lazy;
+  BufferHandle small = *lazy.allocate(16);
+  BufferHandle out = *lazy.allocate(4096);
+  std::vector<BufferHandle> more;
+  BufferHandle big{};
+  for (int i = 0; i < 4096 && big.id == 0; ++i) {
+    BufferHandle h = *lazy.allocate(4096);
+    more.push_back(h);
+    if (h.id != small.id && (h.id - small.id) % 1024 == 0)
+      big = h;
+  }
+  ASSERT_NE(big.id, 0u) << "no handle id shared small's entry";
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_TRUE(lazy.add(big, big, out, 1024).ok());
+    absl::Status s = lazy.add(small, small, out, 1024);
+    EXPECT_EQ(s.code(), absl::StatusCode::kOutOfRange) << s;
+    EXPECT_THAT(std::string(s.message()),
+                HasSubstr(absl::StrCat("add: a buffer ", small.id, " holds 16 bytes")));
+    ASSERT_TRUE(lazy.add(small, small, out, 4).ok());
+  }
+  ASSERT_TRUE(lazy.synchronize().ok());
+  ASSERT_TRUE(lazy.add(big, big, out, 1024).ok()); // cached again, then freed
+  ASSERT_TRUE(lazy.free(big).ok());
+  EXPECT_EQ(lazy.add(big, big, out, 1024).code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(lazy.add(small, small, out, 4).ok());
+  EXPECT_TRUE(lazy.synchronize().ok());
+}
+
 TEST(LazyBackendTest, RejectedCallRecordsNothingWithTheReferenceMessage) {
   LazyBackend lazy;
   ReferenceBackend ref;

@@ -42,11 +42,12 @@ std::vector<std::pair<std::string, std::string>> qmatmulOverrides() {
   return items;
 }
 
-// SINTER_VK_QMATMUL's `pairs=0`: gate and up launch one after the other instead of as one
-// kernel with a sibling product (for side-by-side timing).
-bool siblingProductsDisabledByEnv() {
+// SINTER_VK_QMATMUL's `pairs=0` (gate and up launch one after the other instead of as one
+// kernel with a sibling product) and `stack=0` (Q, K and V launch one by one instead of as one
+// stacked kernel), for side-by-side timing.
+bool turnedOffByEnv(absl::string_view name) {
   for (const auto &[key, value] : qmatmulOverrides())
-    if (key == "pairs" && value == "0")
+    if (key == name && value == "0")
       return true;
   return false;
 }
@@ -115,8 +116,16 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps, bool paramsInBuf
     else if (kv.first == "cus")
       target.computeUnits = v;
   }
-  return [target](const codegen::KernelSpec &spec) -> absl::StatusOr<VulkanKernel> {
+  const uint32_t maxBindings = caps.maxPerStageDescriptorStorageBuffers;
+  return [target, maxBindings](const codegen::KernelSpec &spec) -> absl::StatusOr<VulkanKernel> {
     SINTER_ASSIGN_OR_RETURN(codegen::SpirvKernel k, codegen::buildSpirvKernel(spec, target));
+    // A fused kernel binds every member's buffers (stacked Q, K, V with their tails: 20 and the
+    // parameter buffer); past the device's limit it has no pipeline, so its launches are planned
+    // again smaller.
+    if (maxBindings > 0 && k.numBindings() > maxBindings)
+      return absl::UnimplementedError(absl::StrCat("kernel ", k.name, " binds ", k.numBindings(),
+                                                   " storage buffers, the device at most ",
+                                                   maxBindings));
     VulkanKernel out;
     out.name = k.name;
     out.binary.spirv = k.words;
@@ -139,7 +148,7 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps, bool paramsInBuf
     out.attentionSplits = k.attentionSplits;
     out.scratchWordsPerHead = k.scratchWordsPerHead;
     out.grid = [k](const int64_t *ints) { return k.grid(ints); };
-    out.gridInts = codegen::spirvUnitsInts(k.kind);
+    out.gridInts = k.fixedGroups ? 0 : codegen::spirvUnitsInts(k.kind);
     return out;
   };
 #else
@@ -167,7 +176,8 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> createVulkanBackend(const Backen
   compilerOptions.logFallbacks = vulkan.logFallbacks;
   compilerOptions.stats = vulkan.stats;
   compilerOptions.replay = vulkan.replay && !replayDisabledByEnv();
-  compilerOptions.siblingProducts = !siblingProductsDisabledByEnv();
+  compilerOptions.siblingProducts = !turnedOffByEnv("pairs");
+  compilerOptions.stackedProducts = !turnedOffByEnv("stack");
   const char *stats = std::getenv("SINTER_STATS");
   compilerOptions.printKernelTimes = stats && *stats && std::strcmp(stats, "0") != 0;
   VulkanKernelBuilder builder = vulkan.builder

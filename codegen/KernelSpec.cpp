@@ -76,6 +76,7 @@ std::string KernelSpec::key() const {
   k.push_back(static_cast<char>(epilogue.size()));
   k.push_back(injectFailure ? 1 : 0);
   k.push_back(attentionOverHeads ? 1 : 0);
+  k.push_back(stackedProducts ? 1 : 0);
   k.append(reinterpret_cast<const char *>(&unstoredOutputs), sizeof(unstoredOutputs));
   k.append(reinterpret_cast<const char *>(&rowsHint), sizeof(rowsHint));
   for (const OpShape &s : prologue)
@@ -84,6 +85,24 @@ std::string KernelSpec::key() const {
   for (const OpShape &s : epilogue)
     appendShape(&k, s);
   return k;
+}
+
+std::vector<StackedSegment> stackedSegments(const KernelSpec &spec) {
+  std::vector<StackedSegment> segments(1);
+  segments[0].member = static_cast<int>(spec.prologue.size());
+  segments[0].product = &spec.anchor;
+  for (size_t j = 0; j < spec.epilogue.size(); ++j) {
+    const OpShape &m = spec.epilogue[j];
+    if (spec.stackedProducts && m.kind == OpKind::QuantizedMatmul) {
+      StackedSegment next;
+      next.member = static_cast<int>(spec.prologue.size() + 1 + j);
+      next.product = &m;
+      segments.push_back(std::move(next));
+      continue;
+    }
+    segments.back().tail.push_back(m);
+  }
+  return segments;
 }
 
 std::string KernelSpec::name() const {
@@ -108,6 +127,8 @@ std::string KernelSpec::name() const {
     absl::StrAppend(&n, "_", opInfo(s.kind).name);
   if (attentionOverHeads)
     absl::StrAppend(&n, "_heads");
+  if (stackedProducts)
+    absl::StrAppend(&n, "_stacked");
   if (!prologue.empty())
     n = absl::StrCat(opInfo(prologue[0].kind).name, "_", n);
   if (unstoredOutputs != 0)

@@ -62,6 +62,13 @@ struct KernelSpec {
   /// quantized_matmul: the n_rows the kernel will run with when the runtime knows it (0: not
   /// known), for schedules that depend on the grid's size (SpirvTarget::computeUnits).
   uint32_t rowsHint = 0;
+  /// Stacked products (Q, K and V after one rms_norm): the epilogue holds further
+  /// quantized_matmul members, each followed by its own tail (an optional rope of its rows, an
+  /// optional copy of them into a cache), as the anchor is by the members before the first of
+  /// them. Every product reads the norm's output (the prologue's) with the anchor's dtype and
+  /// n_cols, and has a static n_rows; one launch computes them all, the first workgroups taking
+  /// the anchor's rows, the next the second product's, and so on (stackedSegments).
+  bool stackedProducts = false;
 
   /// A byte string that is equal for two specs exactly when they compile to the same code.
   std::string key() const;
@@ -76,9 +83,20 @@ struct KernelSpec {
 /// element-wise member after the sibling takes the sibling's output, row for row, as its second
 /// input (silu(gate) * up with the members [silu, element_mul]).
 inline bool hasSiblingProduct(const KernelSpec &spec) {
-  return spec.anchor.kind == OpKind::QuantizedMatmul && !spec.epilogue.empty() &&
-         spec.epilogue[0].kind == OpKind::QuantizedMatmul;
+  return spec.anchor.kind == OpKind::QuantizedMatmul && !spec.stackedProducts &&
+         !spec.epilogue.empty() && spec.epilogue[0].kind == OpKind::QuantizedMatmul;
 }
+
+/// One product of a stacked spec and its tail: `member` is the product's index in spec order
+/// (prologue, anchor, epilogue), and the tail is the members after it up to the next product.
+struct StackedSegment {
+  int member = 0;
+  const OpShape *product = nullptr;
+  std::vector<OpShape> tail;
+};
+/// The segments of a stacked spec (KernelSpec::stackedProducts), in launch order; for any other
+/// spec one segment, the anchor with the whole epilogue.
+std::vector<StackedSegment> stackedSegments(const KernelSpec &spec);
 
 /// The single-op kernel for `op` with the integers of `paramMask` as parameters.
 KernelSpec singleOpSpec(const OpCall &op, uint8_t paramMask);

@@ -340,7 +340,10 @@ absl::Status emitAttentionKernel(Emitter &e, const OpShape &score, const KernelS
 absl::Status emitContraction(Emitter &e, const OpShape &op, const KernelSpec &spec) {
   switch (op.kind) {
   case OpKind::QuantizedMatmul:
-    emitQMatmulKernel(e, op, spec);
+    if (spec.stackedProducts)
+      emitStackedQMatmul(e, spec);
+    else
+      emitQMatmulKernel(e, op, spec);
     return absl::OkStatus();
   case OpKind::Matmul:
     emitMatmulKernel(e, op);

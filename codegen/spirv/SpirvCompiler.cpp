@@ -248,6 +248,33 @@ absl::Status checkFusion(const KernelSpec &spec) {
   }
   if (spec.anchor.kind != OpKind::QuantizedMatmul)
     return unsupported(absl::StrCat("a ", opInfo(spec.anchor.kind).name, " anchor"));
+  if (spec.stackedProducts) {
+    // Q, K, V after one norm: each product with its tail is a spec this function accepts, of
+    // the anchor's format and n_cols, with a static n_rows (the grid is fixed at build time).
+    if (spec.prologue.size() != 1 || spec.prologue[0].kind != OpKind::RmsNorm)
+      return unsupported("stacked products without one rms_norm prologue");
+    if (spec.unstoredOutputs != 0 && spec.unstoredOutputs != 1)
+      return unsupported("unstored outputs other than the rms_norm prologue's");
+    std::vector<StackedSegment> segments = stackedSegments(spec);
+    if (segments.size() < 2)
+      return unsupported("stacked products with one product");
+    for (const StackedSegment &seg : segments) {
+      const OpShape &p = *seg.product;
+      if (p.dtype != spec.anchor.dtype || !p.isStatic(1) || !spec.anchor.isStatic(1) ||
+          p.ints[1] != spec.anchor.ints[1] || !p.isStatic(0) || p.ints[0] <= 0 ||
+          p.ints[0] > INT32_MAX)
+        return unsupported("stacked products of another format or shape, or a run-time n_rows");
+      KernelSpec one;
+      one.prologue = spec.prologue;
+      one.anchor = p;
+      one.epilogue = seg.tail;
+      if (!one.epilogue.empty() && one.epilogue[0].kind == OpKind::QuantizedMatmul)
+        return unsupported("a sibling product among stacked products");
+      if (absl::Status s = checkFusion(one); !s.ok())
+        return s;
+    }
+    return absl::OkStatus();
+  }
   if (hasSiblingProduct(spec)) {
     // Gate and up: the sibling decodes the anchor's rows of its own W (same format, same static
     // n_cols), then element-wise members take it as their second input.
@@ -291,6 +318,17 @@ absl::Status checkFusion(const KernelSpec &spec) {
 }
 
 constexpr uint32_t kDefaultAttentionSplits = 8;
+
+// True when a product of `spec` has a rope right after it (the first epilogue member, or the
+// first of a stacked segment's tail).
+bool hasRopeTail(const KernelSpec &spec) {
+  if (spec.attentionOverHeads)
+    return false;
+  for (const StackedSegment &seg : stackedSegments(spec))
+    if (!seg.tail.empty() && seg.tail[0].kind == OpKind::Rope)
+      return true;
+  return false;
+}
 
 // The plan of a whole spec: the anchor's schedule, every member's bindings and words in order.
 KernelPlan planSpec(const KernelSpec &spec, const SpirvTarget &target) {
@@ -342,8 +380,8 @@ KernelPlan planSpec(const KernelSpec &spec, const SpirvTarget &target) {
   }
   // A rope epilogue rotates pairs of rows in the invocation that stores them: a schedule of one
   // row a cluster (K-quants, F32/F16/BF16) takes two.
-  if (spec.anchor.kind == OpKind::QuantizedMatmul && !spec.epilogue.empty() &&
-      spec.epilogue[0].kind == OpKind::Rope && !plan.workgroupRows && plan.rowsPerSubgroup == 1) {
+  if (spec.anchor.kind == OpKind::QuantizedMatmul && hasRopeTail(spec) && !plan.workgroupRows &&
+      plan.rowsPerSubgroup == 1) {
     plan.rowsPerSubgroup = 2;
     plan.unitsPerGroup *= 2;
   }
@@ -374,6 +412,18 @@ KernelPlan planSpec(const KernelSpec &spec, const SpirvTarget &target) {
     fused.bindings.push_back(SpirvBindingKind::Word);
   }
   return fused;
+}
+
+std::vector<uint32_t> stackedGroups(const KernelSpec &spec, const KernelPlan &plan) {
+  std::vector<uint32_t> groups;
+  const uint64_t units = std::max<uint32_t>(plan.unitsPerGroup, 1);
+  for (const StackedSegment &seg : stackedSegments(spec)) {
+    uint64_t g = (static_cast<uint64_t>(seg.product->ints[0]) + units - 1) / units;
+    if (plan.maxGroups)
+      g = std::min<uint64_t>(g, plan.maxGroups);
+    groups.push_back(static_cast<uint32_t>(g));
+  }
+  return groups;
 }
 
 } // namespace spv
@@ -558,8 +608,7 @@ absl::StatusOr<SpirvKernel> buildSpirvKernel(const KernelSpec &spec, const Spirv
 
   spv::KernelPlan plan = spv::planSpec(spec, target);
   // A rope epilogue rotates pairs of rows: both must end in the invocation that stores them.
-  bool ropeEpilogue =
-      !spec.epilogue.empty() && spec.epilogue[0].kind == OpKind::Rope && !spec.attentionOverHeads;
+  bool ropeEpilogue = spv::hasRopeTail(spec);
   if (ropeEpilogue && (plan.workgroupRows || plan.rowsPerSubgroup % 2 != 0))
     return absl::UnimplementedError(absl::StrCat(
         "no fused SPIR-V kernel for a rope epilogue on a schedule of ", plan.rowsPerSubgroup,
@@ -594,7 +643,8 @@ absl::StatusOr<SpirvKernel> buildSpirvKernel(const KernelSpec &spec, const Spirv
     };
     size_t anchorMember = spec.prologue.size();
     if (op.kind == OpKind::QuantizedMatmul) {
-      operand(anchorMember, 0); // W
+      for (const StackedSegment &seg : stackedSegments(spec))
+        operand(static_cast<size_t>(seg.member), 0); // W (of each stacked product)
       if (hasSiblingProduct(spec))
         operand(anchorMember + 1, 0); // the sibling's W
       if (spec.prologue.empty())
@@ -670,6 +720,15 @@ absl::StatusOr<SpirvKernel> buildSpirvKernel(const KernelSpec &spec, const Spirv
   kernel.kind = op.kind;
   kernel.unitsPerGroup = plan.unitsPerGroup;
   kernel.maxGroups = plan.maxGroups;
+  if (spec.stackedProducts) {
+    uint64_t total = 0;
+    for (uint32_t g : spv::stackedGroups(spec, plan))
+      total += g;
+    if (total > UINT32_MAX)
+      return absl::UnimplementedError(
+          absl::StrCat("kernel ", name, ": stacked products need ", total, " workgroups"));
+    kernel.fixedGroups = static_cast<uint32_t>(total);
+  }
   return kernel;
 }
 

@@ -155,6 +155,9 @@ struct SpirvKernel {
   /// When nonzero, the most workgroups grid() dispatches: each then loops over its share of the
   /// units (quantized_matmul with SpirvTarget::qmatmulGroups).
   uint32_t maxGroups = 0;
+  /// When nonzero, the workgroups grid() dispatches whatever the integers (stacked products:
+  /// the sum of every product's, their row counts being static).
+  uint32_t fixedGroups = 0;
 
   /// The words above are not push constants but a storage buffer (u32[]) at the last binding,
   /// after `bindings` (SpirvTarget::paramsInBuffer, and the kernel has words).

@@ -25,7 +25,7 @@ Value Emitter::cf(double v) { return floatConstant(b, loc, f32(), v); }
 Value Emitter::memberInt(int m, const OpShape &op, int i) {
   if (op.isStatic(i))
     return ci(op.ints[i]);
-  uint32_t word = plan.wordBase[m] + i;
+  uint32_t word = plan.wordBase[memberIndex(m)] + i;
   assert(word < plan.pushConstantWords && "integer argument without a word");
   int pushConstants = static_cast<int>(plan.bindings.size());
   return toIndex(load(func_.getArgument(pushConstants), ci(word)));
@@ -71,7 +71,37 @@ Value Emitter::groupId() {
   Value x = b.create<gpu::BlockIdOp>(loc, gpu::Dimension::x);
   Value y = b.create<gpu::BlockIdOp>(loc, gpu::Dimension::y);
   Value nx = b.create<gpu::GridDimOp>(loc, gpu::Dimension::x);
-  return add(mul(y, nx), x);
+  Value linear = add(mul(y, nx), x);
+  return groupBase_ ? sub(linear, groupBase_) : linear;
+}
+
+void Emitter::beginSegment(int from, int shift, Value base) {
+  shiftFrom_ = from;
+  shift_ = shift;
+  groupBase_ = base;
+  for (SharedArray &a : sharedArrays_)
+    a.taken = false;
+}
+
+void Emitter::endSegment() {
+  shiftFrom_ = shift_ = 0;
+  groupBase_ = Value();
+}
+
+Value Emitter::workgroupArray(mlir::Type element, int64_t n) {
+  auto type = mlir::MemRefType::get(
+      {n}, element, mlir::AffineMap(),
+      mlir::spirv::StorageClassAttr::get(b.getContext(), mlir::spirv::StorageClass::Workgroup));
+  for (SharedArray &a : sharedArrays_)
+    if (!a.taken && a.type == type) {
+      a.taken = true;
+      return a.value;
+    }
+  mlir::OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&func_.getBody().front());
+  Value array = b.create<mlir::memref::AllocOp>(loc, type).getResult();
+  sharedArrays_.push_back({type, array, true});
+  return array;
 }
 
 // Subgroup k of a 1-D workgroup whose size is a multiple of S is invocations [k S, k S + S): so
@@ -192,13 +222,6 @@ Value clusterReduce(Emitter &e, Value v, uint32_t lanes, bool isMax) {
 
 Value Emitter::clusterSum(Value v, uint32_t lanes) { return clusterReduce(*this, v, lanes, false); }
 Value Emitter::clusterMax(Value v, uint32_t lanes) { return clusterReduce(*this, v, lanes, true); }
-
-Value workgroupArray(Emitter &e, mlir::Type element, int64_t n) {
-  auto type = mlir::MemRefType::get(
-      {n}, element, mlir::AffineMap(),
-      mlir::spirv::StorageClassAttr::get(e.b.getContext(), mlir::spirv::StorageClass::Workgroup));
-  return e.b.create<mlir::memref::AllocOp>(e.loc, type).getResult();
-}
 
 // WordReader ---------------------------------------------------------------------------------
 

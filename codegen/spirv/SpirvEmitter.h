@@ -104,7 +104,9 @@ public:
   /// its push-constant word.
   mlir::Value intArg(const OpShape &op, int i) { return memberInt(member_, op, i); }
   /// The same for member `m` of the spec.
-  mlir::Value memberBuffer(int m, int i) { return func_.getArgument(plan.bindingBase[m] + i); }
+  mlir::Value memberBuffer(int m, int i) {
+    return func_.getArgument(plan.bindingBase[memberIndex(m)] + i);
+  }
   /// The binding at index `binding` of the kernel (attention's scratch).
   mlir::Value binding(uint32_t binding) { return func_.getArgument(binding); }
   mlir::Value memberInt(int m, const OpShape &op, int i);
@@ -115,6 +117,16 @@ public:
   mlir::Value functionArray(mlir::Type element, int64_t n);
   /// Makes member `m` the one buffer() and intArg() refer to.
   void setMember(int m) { member_ = m; }
+  /// A stacked kernel's segment (codegen::stackedSegments) is emitted as a kernel of its own:
+  /// member indices from `from` on are moved by `shift` (its product is then member `from`, its
+  /// tail the members after it), groupId() counts from `base` (the segment's first workgroup;
+  /// null for 0), and the workgroup arrays of the segments before it are handed out again
+  /// (only one segment runs in a workgroup). endSegment() restores plain indices.
+  void beginSegment(int from, int shift, mlir::Value base);
+  void endSegment();
+  /// A workgroup-memory array of `n` elements of `element`, declared at the function's start;
+  /// within a segment, one an earlier segment declared with the same type when there is one.
+  mlir::Value workgroupArray(mlir::Type element, int64_t n);
 
   // index arithmetic (unsigned where it matters).
   mlir::Value add(mlir::Value a, mlir::Value c);
@@ -168,8 +180,18 @@ public:
   mlir::Value clusterMax(mlir::Value v, uint32_t lanes);
 
 private:
+  int memberIndex(int m) const { return m >= shiftFrom_ ? m + shift_ : m; }
+
   mlir::gpu::GPUFuncOp func_;
   int member_ = 0;
+  int shiftFrom_ = 0, shift_ = 0;
+  mlir::Value groupBase_;
+  struct SharedArray {
+    mlir::Type type;
+    mlir::Value value;
+    bool taken = false;
+  };
+  std::vector<SharedArray> sharedArrays_;
 };
 
 /// Dequant.h's ByteReader over a Word binding: `block` is the block's byte address (index).
@@ -211,8 +233,11 @@ private:
   std::map<int64_t, mlir::Value> raw_, aligned_;
 };
 
-/// A workgroup-memory array of `n` elements of `element` (a memref in the Workgroup class).
-mlir::Value workgroupArray(Emitter &e, mlir::Type element, int64_t n);
+/// A workgroup-memory array of `n` elements of `element` (a memref in the Workgroup class):
+/// Emitter::workgroupArray.
+inline mlir::Value workgroupArray(Emitter &e, mlir::Type element, int64_t n) {
+  return e.workgroupArray(element, n);
+}
 
 /// rope's angles (PointwiseKernels.cpp): the table of pair i's turns per position (a 64-bit
 /// fixed-point fraction of f_i / 2 pi in two i32 words, f_i = freq_base^(-2i / head_dim)) for a
@@ -225,6 +250,12 @@ std::pair<mlir::Value, mlir::Value> ropeRotate(Emitter &e, const SinCos &sc, mli
 
 /// quantized_matmul's kernel body (QMatmulKernels.cpp), with the fused members of `spec`.
 void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec);
+/// A stacked spec's kernel (KernelSpec::stackedProducts): each product's rows and tail by its
+/// own workgroups (stackedGroups), one after the other.
+void emitStackedQMatmul(Emitter &e, const KernelSpec &spec);
+/// The workgroups of each segment of a stacked spec under `plan` (codegen::stackedSegments
+/// order): a tile of plan.unitsPerGroup rows a workgroup, at most plan.maxGroups when set.
+std::vector<uint32_t> stackedGroups(const KernelSpec &spec, const KernelPlan &plan);
 
 /// True for the formats with the fast quant decoder (Q4_0, Q8_0: 2-byte scale, then u32 words
 /// of quants), which the pair and split schedules of quantized_matmul need.

@@ -59,12 +59,15 @@ uint8_t spirvUnitsInts(OpKind kind) {
 }
 
 std::array<uint32_t, 3> SpirvKernel::grid(const int64_t *ints) const {
-  uint64_t units = spirvUnits(kind, ints);
-  if (units == 0)
-    return {0, 0, 0};
-  uint64_t groups = (units + unitsPerGroup - 1) / unitsPerGroup;
-  if (maxGroups)
-    groups = std::min<uint64_t>(groups, maxGroups);
+  uint64_t groups = fixedGroups;
+  if (!fixedGroups) {
+    uint64_t units = spirvUnits(kind, ints);
+    if (units == 0)
+      return {0, 0, 0};
+    groups = (units + unitsPerGroup - 1) / unitsPerGroup;
+    if (maxGroups)
+      groups = std::min<uint64_t>(groups, maxGroups);
+  }
   uint64_t x = std::min<uint64_t>(groups, 65535);
   uint64_t y = (groups + x - 1) / x;
   return {static_cast<uint32_t>(x), static_cast<uint32_t>(y), 1};

@@ -18,24 +18,26 @@ namespace sinter::runtime::vulkan {
 
 /// The slots one step touches: an op's buffer operands, or a fused kernel's (kMax at most).
 struct StepAccesses {
-  static constexpr int kMax = 8;
+  /// Stacked Q, K and V with their tails touch 11 (the norm's three, three weights, three
+  /// outputs, two caches).
+  static constexpr int kMax = 16;
   std::array<uint32_t, kMax> slots{};
   uint8_t count = 0;
-  uint8_t readMask = 0, writeMask = 0; ///< bit i: slots[i]
+  uint16_t readMask = 0, writeMask = 0; ///< bit i: slots[i]
 
   /// False when the step would touch more than kMax distinct slots (nothing is added then).
   bool add(uint32_t slot, bool read, bool write) {
     for (int i = 0; i < count; ++i)
       if (slots[i] == slot) {
-        readMask |= uint8_t(read) << i;
-        writeMask |= uint8_t(write) << i;
+        readMask |= uint16_t(read) << i;
+        writeMask |= uint16_t(write) << i;
         return true;
       }
     if (count == kMax)
       return false;
     slots[count] = slot;
-    readMask |= uint8_t(read) << count;
-    writeMask |= uint8_t(write) << count;
+    readMask |= uint16_t(read) << count;
+    writeMask |= uint16_t(write) << count;
     ++count;
     return true;
   }

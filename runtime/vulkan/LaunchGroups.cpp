@@ -2,6 +2,7 @@
 #include "runtime/vulkan/LaunchGroups.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace sinter::runtime::vulkan {
 namespace {
@@ -189,6 +190,49 @@ bool siblingPair(const KernelMember &anchor, const KernelMember &sibling,
   return true;
 }
 
+// The products of a norm's group with their tails as one stacked launch (members: the norm,
+// then each product followed by its tail), or nothing (kind Single) when they do not qualify:
+// two or more products of one format with fixed row counts (the grid is fixed when the kernel
+// is built).
+Launch stackedLaunch(const KernelMember &norm, const std::vector<KernelMember> &ops,
+                     const std::vector<size_t> &products,
+                     const std::vector<std::vector<KernelMember>> &tails) {
+  Launch l;
+  if (products.size() < 2)
+    return l;
+  DType dtype = ops[products[0]].entry.op.dtype;
+  for (size_t p : products) {
+    uint64_t rows = 0;
+    if (ops[p].entry.op.dtype != dtype || !fixedInt(ops[p], 0, &rows) || rows == 0 ||
+        rows > INT32_MAX)
+      return l;
+  }
+  auto productShape = [&](const KernelMember &m) {
+    codegen::OpShape s = shape(m);
+    s.staticMask |= 1; // n_rows
+    s.ints[0] = static_cast<int64_t>(m.entry.op.ints[0]);
+    return s;
+  };
+  l.kind = Launch::Kind::Chain;
+  l.members.push_back(norm);
+  l.spec.prologue.push_back(shape(norm));
+  for (size_t p = 0; p < products.size(); ++p) {
+    const KernelMember &q = ops[products[p]];
+    l.members.push_back(q);
+    if (p == 0)
+      l.spec.anchor = productShape(q);
+    else
+      l.spec.epilogue.push_back(productShape(q));
+    for (const KernelMember &m : tails[p]) {
+      l.members.push_back(m);
+      l.spec.epilogue.push_back(shape(m));
+    }
+  }
+  l.spec.stackedProducts = true;
+  l.spec.rowsHint = static_cast<uint32_t>(ops[products[0]].entry.op.ints[0]);
+  return l;
+}
+
 Launch chainLaunch(const KernelMember *norm, const KernelMember &q,
                    const std::vector<KernelMember> &epilogue, bool storeNorm) {
   Launch l;
@@ -338,6 +382,13 @@ std::vector<Launch> planLaunches(const Kernel &kernel, const LaunchOptions &opti
       size_t tailOps =
           !products.empty() && options.cacheTails ? cacheTailsAt(ops, j, m, products, &tails) : 0;
       if (tailOps > 0) {
+        Launch stacked =
+            options.stackedProducts ? stackedLaunch(m, ops, products, tails) : Launch{};
+        if (stacked.kind == Launch::Kind::Chain) {
+          launches.push_back(std::move(stacked));
+          i = j + tailOps;
+          continue;
+        }
         for (size_t p = 0; p < products.size(); ++p)
           launches.push_back(chainLaunch(&m, ops[products[p]], tails[p], p == 0));
         i = j + tailOps;

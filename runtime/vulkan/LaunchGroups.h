@@ -8,7 +8,9 @@
 // launches. A horizontal group (Q, K, V after one rms_norm) becomes one launch per projection,
 // each recomputing the norm, only the first storing it: launches on distinct slots need no
 // barrier between them, so they overlap on the device. The rope and KV-cache copies after such a
-// group become the projections' epilogues (LaunchOptions::cacheTails). Gate and up, whose
+// group become the projections' epilogues (LaunchOptions::cacheTails), and the projections with
+// those tails one stacked launch (LaunchOptions::stackedProducts: the device does not overlap
+// the separate launches, each paid its whole fixed cost). Gate and up, whose
 // SwiGLU reads both, become one launch that computes the same rows of both
 // (LaunchOptions::siblingProducts).
 //
@@ -57,6 +59,11 @@ struct LaunchOptions {
   /// epilogue needs no barrier after the other product. Off: a launch per product, the chained
   /// one after the other.
   bool siblingProducts = true;
+  /// With cacheTails, the products of a norm's group (Q, K, V of one format and n_cols, fixed
+  /// row counts) and their tails become one launch (KernelSpec::stackedProducts): the first
+  /// workgroups compute Q's rows, the next K's, then V's, so the group pays one launch's fixed
+  /// cost instead of three. Off: a launch per product.
+  bool stackedProducts = true;
 };
 
 /// The launches of `kernel`, in an order that computes what its members do in sequence.

@@ -119,14 +119,17 @@ absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const Kerne
     std::vector<Launch> launches;
     std::vector<const Built *> fusedBuilt;
     std::vector<StepAccesses> fusedAccess;
-    // A fused launch the generator cannot build: the kernel is planned again without rope and
-    // cache-copy epilogues and without sibling products when it had them, else it goes back to
-    // its members.
-    for (int attempt = 0; attempt < 2 && kernel.ops.size() > 1; ++attempt) {
+    // A fused launch the generator cannot build: the kernel is planned again without stacked
+    // products when it had them, then without rope and cache-copy epilogues and without sibling
+    // products when it had them, else it goes back to its members.
+    for (int attempt = 0; attempt < 3 && kernel.ops.size() > 1; ++attempt) {
       LaunchOptions launchOptions;
-      launchOptions.cacheTails = attempt == 0;
-      launchOptions.siblingProducts = attempt == 0 && options_.siblingProducts;
+      launchOptions.stackedProducts = attempt == 0 && options_.stackedProducts;
+      launchOptions.cacheTails = attempt < 2;
+      launchOptions.siblingProducts = attempt < 2 && options_.siblingProducts;
       launches = planLaunches(kernel, launchOptions);
+      bool stacked = std::any_of(launches.begin(), launches.end(),
+                                 [](const Launch &l) { return l.spec.stackedProducts; });
       bool tails = std::any_of(launches.begin(), launches.end(), hasCacheTail);
       bool siblings = std::any_of(launches.begin(), launches.end(), [](const Launch &l) {
         return l.kind == Launch::Kind::Chain && codegen::hasSiblingProduct(l.spec);
@@ -151,23 +154,25 @@ absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const Kerne
       }
       if (why.empty())
         break;
-      if (options_.logFallbacks &&
-          loggedFallbacks_.emplace(kernel.name + (tails || siblings ? "/tails" : ""), true).second)
-        std::fprintf(
-            stderr, "sinter: vulkan: fused kernel '%s' %s (kernel %s: %s); %s\n",
-            kernel.name.c_str(), compiled ? "cannot be launched" : "failed to compile",
-            launches[failed].spec.name().c_str(), why.c_str(),
-            tails || siblings
-                ? "it is planned again without epilogue products, rope or cache copies"
-                : absl::StrCat("its ", kernel.ops.size(), " member ops run as single-op kernels")
-                      .c_str());
+      std::string next =
+          stacked ? "it is planned again without stacked products"
+          : tails || siblings
+              ? "it is planned again without epilogue products, rope or cache copies"
+              : absl::StrCat("its ", kernel.ops.size(), " member ops run as single-op kernels");
+      const char *tag = stacked ? "/stacked" : tails || siblings ? "/tails" : "";
+      if (options_.logFallbacks && loggedFallbacks_.emplace(kernel.name + tag, true).second)
+        std::fprintf(stderr, "sinter: vulkan: fused kernel '%s' %s (kernel %s: %s); %s\n",
+                     kernel.name.c_str(), compiled ? "cannot be launched" : "failed to compile",
+                     launches[failed].spec.name().c_str(), why.c_str(), next.c_str());
       {
         absl::MutexLock lock(&shared_->mu);
         ++shared_->stats.fusedFallbacks;
       }
       launches.clear();
-      if (!tails && !siblings)
+      if (!stacked && !tails && !siblings)
         break;
+      if (!stacked && attempt == 0)
+        ++attempt; // the plan without stacked products is the one that just failed
     }
     if (launches.empty())
       for (const KernelMember &member : kernel.ops) {

@@ -134,6 +134,9 @@ struct VulkanCompilerOptions {
   /// Gate and up as one launch where the generator builds it (LaunchOptions::siblingProducts;
   /// `SINTER_VK_QMATMUL=pairs=0` turns it off).
   bool siblingProducts = true;
+  /// Q, K and V as one stacked launch where the generator builds it
+  /// (LaunchOptions::stackedProducts; `SINTER_VK_QMATMUL=stack=0` turns it off).
+  bool stackedProducts = true;
 };
 
 class VulkanCompiler : public PlanCompiler {

@@ -171,6 +171,20 @@ protected:
       else
         spec.epilogue.push_back(shape);
     }
+    if (stacked_) {
+      spec.stackedProducts = true;
+      for (codegen::OpShape *s : {&spec.anchor}) {
+        s->staticMask |= 1;
+        s->ints[0] = static_cast<int64_t>(members[anchor].ints[0]);
+      }
+      for (size_t m = anchor + 1; m < members.size(); ++m)
+        if (members[m].kind == OpKind::QuantizedMatmul) {
+          codegen::OpShape &s = spec.epilogue[m - anchor - 1];
+          s.staticMask |= 1;
+          s.ints[0] = static_cast<int64_t>(members[m].ints[0]);
+        }
+      spec.rowsHint = static_cast<uint32_t>(members[anchor].ints[0]);
+    }
     absl::StatusOr<SpirvKernel> k = codegen::buildSpirvKernel(spec, target());
     ASSERT_TRUE(k.ok()) << what << ": " << k.status();
     std::mt19937 rng(7);
@@ -349,6 +363,9 @@ protected:
   uint32_t laneWords_ = 0;
   /// target()'s SpirvTarget::paramsInBuffer.
   bool paramsInBuffer_ = false;
+  /// checkFused builds the members as stacked products (KernelSpec::stackedProducts, every
+  /// product's n_rows static).
+  bool stacked_ = false;
   static std::map<std::string, SpirvKernel> *kernels_;
 };
 VkRunner *SpirvKernelTest::runner_ = nullptr;
@@ -787,6 +804,55 @@ TEST_F(SpirvKernelTest, FusedRopeAndCacheCopyEpilogues) {
   }
   split_ = intDot_ = true;
   laneWords_ = 0;
+}
+
+// Q, K and V after one rms_norm as one stacked launch (KernelSpec::stackedProducts), each with
+// its tail as the runtime plans it: Q rotated, K rotated and copied into the K cache, V copied
+// into the V cache. Grouped-query shapes (K and V fewer rows than Q, not a whole workgroup's
+// tile), every schedule, Q4_0 and Q8_0, a capped grid; the norm stored once.
+TEST_F(SpirvKernelTest, StackedProductsWithTheirTails) {
+  const uint8_t posParam = 0b1, dstParam = 0b10;
+  stacked_ = true;
+  for (int schedule : {0, 1, 2, 3, 4}) {
+    split_ = schedule >= 1;
+    intDot_ = schedule >= 2;
+    laneWords_ = schedule == 3 ? 1 : 0;
+    groups_ = schedule == 4 ? 4 : 0; // int8 x with at most 4 workgroups a product
+    std::string how = split_ ? (intDot_ ? " int8 x words " + str(laneWords_) +
+                                              (groups_ ? " groups " + str(groups_) : "")
+                                        : " split")
+                             : " pairs";
+    // Every shape on the default schedule (int8 x, 4 words a lane), one on the others.
+    std::vector<std::pair<DType, uint32_t>> shapes{{DType::Q4_0, 2}};
+    if (schedule == 2)
+      shapes = {{DType::Q4_0, 1}, {DType::Q4_0, 4}, {DType::Q8_0, 2}};
+    for (auto [dtype, kvHeads] : shapes) {
+      const uint32_t heads = 4, dim = 64, cols = 256, pos = 37;
+      const uint32_t rows = heads * dim, kvRows = kvHeads * dim;
+      std::string what = std::string("rms_norm -> stacked ") + dtypeName(dtype) + " Q " +
+                         str(rows) + ", K and V " + str(kvRows) + " rows" + how;
+      checkFused({ops::rmsNorm(slot(0), slot(1), slot(2), cols, 1e-5f),
+                  ops::quantizedMatmul(slot(3), slot(2), slot(4), rows, cols, dtype),
+                  ops::rope(slot(4), slot(4), pos, dim, 10000.0f, heads, 0),
+                  ops::quantizedMatmul(slot(5), slot(2), slot(6), kvRows, cols, dtype),
+                  ops::rope(slot(6), slot(6), pos, dim, 10000.0f, kvHeads, 0),
+                  ops::copyBufferOffset(slot(6), slot(7), 0, 4 * kvRows * 3, 4 * kvRows),
+                  ops::quantizedMatmul(slot(8), slot(2), slot(9), kvRows, cols, dtype),
+                  ops::copyBufferOffset(slot(9), slot(10), 0, 4 * kvRows * 5 + 2, 4 * kvRows)},
+                 1, {2, 4, 6, 9}, what, {0, 0, posParam, 0, posParam, dstParam, 0, dstParam});
+    }
+    if (schedule != 2)
+      continue;
+    // Without tails, and two products only.
+    checkFused({ops::rmsNorm(slot(0), slot(1), slot(2), 512, 1e-5f),
+                ops::quantizedMatmul(slot(3), slot(2), slot(4), 96, 512, DType::Q4_0),
+                ops::quantizedMatmul(slot(5), slot(2), slot(6), 200, 512, DType::Q4_0)},
+               1, {2, 4, 6}, "rms_norm -> stacked Q4_0 products of 96 and 200 rows" + how);
+  }
+  stacked_ = false;
+  split_ = intDot_ = true;
+  laneWords_ = 0;
+  groups_ = 0;
 }
 
 TEST_F(SpirvKernelTest, AttentionOverHeads) {

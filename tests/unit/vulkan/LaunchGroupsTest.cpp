@@ -61,8 +61,15 @@ TEST(LaunchGroupsTest, HorizontalProjectionsEachTakeTheNormOnlyTheFirstStoresIt)
     EXPECT_EQ(l[i].kind, Kind::Single);
 }
 
+// Cache tails without stacked products: a launch per projection.
+LaunchOptions apart() {
+  LaunchOptions o;
+  o.stackedProducts = false;
+  return o;
+}
+
 TEST(LaunchGroupsTest, RopeAndCacheCopiesBecomeTheProjectionsEpilogues) {
-  std::vector<Launch> l = planLaunches(projectionGroup());
+  std::vector<Launch> l = planLaunches(projectionGroup(), apart());
   ASSERT_EQ(l.size(), 3u);
   // Q: norm, product, rope of Q's 4 heads only (k = q, no k heads).
   ASSERT_EQ(l[0].members.size(), 3u);
@@ -91,9 +98,62 @@ TEST(LaunchGroupsTest, RopeAndCacheCopiesBecomeTheProjectionsEpilogues) {
     EXPECT_EQ(l[i].spec.epilogue.size(), l[i].members.size() - 2);
   }
   // An op after the group is left to its own launch.
-  l = planLaunches(projectionGroup({ops::silu(slot(4), slot(11), 256)}));
+  l = planLaunches(projectionGroup({ops::silu(slot(4), slot(11), 256)}), apart());
   ASSERT_EQ(l.size(), 4u);
   EXPECT_EQ(l[3].kind, Kind::Single);
+}
+
+TEST(LaunchGroupsTest, ProjectionsWithTheirTailsStackIntoOneLaunch) {
+  std::vector<Launch> l = planLaunches(projectionGroup());
+  ASSERT_EQ(l.size(), 1u);
+  const Launch &s = l[0];
+  EXPECT_EQ(s.kind, Kind::Chain);
+  EXPECT_TRUE(s.spec.stackedProducts);
+  EXPECT_TRUE(hasCacheTail(s));
+  EXPECT_EQ(s.spec.unstoredOutputs, 0u) << "the one launch stores the norm";
+  // norm, Q, rope(Q), K, rope(K), copy(K), V, copy(V), in the spec's member order.
+  std::vector<OpKind> kinds{OpKind::RmsNorm,
+                            OpKind::QuantizedMatmul,
+                            OpKind::Rope,
+                            OpKind::QuantizedMatmul,
+                            OpKind::Rope,
+                            OpKind::CopyBufferOffset,
+                            OpKind::QuantizedMatmul,
+                            OpKind::CopyBufferOffset};
+  ASSERT_EQ(s.members.size(), kinds.size());
+  for (size_t m = 0; m < kinds.size(); ++m)
+    EXPECT_EQ(s.members[m].entry.op.kind, kinds[m]) << "member " << m;
+  ASSERT_EQ(s.spec.prologue.size(), 1u);
+  ASSERT_EQ(s.spec.epilogue.size(), 6u);
+  EXPECT_EQ(slotOf(s.members[4], 0), 6u) << "K's rope rotates K's rows";
+  EXPECT_EQ(s.members[4].entry.op.ints[2], 1u);
+  EXPECT_EQ(slotOf(s.members[7], 1), 10u) << "V's copy goes to the V cache";
+  // The products' row counts are baked in (the grid is fixed when the kernel is built).
+  std::vector<codegen::StackedSegment> segments = codegen::stackedSegments(s.spec);
+  ASSERT_EQ(segments.size(), 3u);
+  std::vector<int> firstMembers{1, 3, 6};
+  std::vector<size_t> tails{1, 2, 1};
+  std::vector<int64_t> rows{256, 64, 64};
+  for (size_t g = 0; g < 3; ++g) {
+    EXPECT_EQ(segments[g].member, firstMembers[g]) << "segment " << g;
+    EXPECT_EQ(segments[g].tail.size(), tails[g]) << "segment " << g;
+    EXPECT_TRUE(segments[g].product->isStatic(0)) << "segment " << g;
+    EXPECT_EQ(segments[g].product->ints[0], rows[g]) << "segment " << g;
+  }
+  // A product whose row count is a run-time parameter, or of another format: a launch each.
+  // (A run-time row count also keeps the tails apart.)
+  Kernel k = projectionGroup();
+  k.ops[2].paramOf[0] = 0;
+  l = planLaunches(k);
+  EXPECT_EQ(l.size(), 6u);
+  for (const Launch &one : l)
+    EXPECT_FALSE(one.spec.stackedProducts);
+  k = projectionGroup();
+  k.ops[3].entry.op.dtype = DType::Q8_0;
+  l = planLaunches(k);
+  EXPECT_EQ(l.size(), 3u);
+  for (const Launch &one : l)
+    EXPECT_FALSE(one.spec.stackedProducts);
 }
 
 TEST(LaunchGroupsTest, CacheCopiesThatAreNotAWholeProjectionStayApart) {
@@ -102,7 +162,7 @@ TEST(LaunchGroupsTest, CacheCopiesThatAreNotAWholeProjectionStayApart) {
                             ops::quantizedMatmul(slot(3), slot(2), slot(4), 256, 256, DType::Q4_0),
                             ops::quantizedMatmul(slot(5), slot(2), slot(6), 64, 256, DType::Q4_0)};
     ops.insert(ops.end(), tail.begin(), tail.end());
-    return planLaunches(kernelOf(ops));
+    return planLaunches(kernelOf(ops), apart());
   };
   // Part of a projection, from an offset, into a buffer the group reads (x, the norm's
   // weight, a weight), or a second copy of one projection: launched on their own.
@@ -139,7 +199,7 @@ TEST(LaunchGroupsTest, CacheCopiesThatAreNotAWholeProjectionStayApart) {
   // A copy whose destination offset is a run-time parameter is still taken (the kernel reads it).
   Kernel k = projectionGroup();
   k.ops[5].paramOf[1] = 0;
-  l = planLaunches(k);
+  l = planLaunches(k, apart());
   ASSERT_EQ(l.size(), 3u);
   EXPECT_EQ(l[1].members[3].paramOf[1], 0);
 }

@@ -201,11 +201,11 @@ TEST_P(VulkanSyntheticDecode, LogitsAgreeWithTheReference) {
   }
   runtime::vulkan::VulkanCompilerStats s = stats->get();
   EXPECT_EQ(s.fusedFallbacks, 0u);
-  // Per layer 7 fused launches (Q, K, V with rope and the cache writes as epilogues, attention,
-  // wo, gate and up as one, down), plus the final norm and classifier; besides them only the
-  // embedding row's copy kernel. Gate and up are one launch for Q4_0 and Q8_0 (the split
-  // schedule's formats), two for the others.
-  const uint32_t perLayer = GetParam() == DType::Q4_0 || GetParam() == DType::Q8_0 ? 7 : 8;
+  // Per layer 5 fused launches (Q, K and V stacked as one with rope and the cache writes as
+  // epilogues, attention, wo, gate and up as one, down), plus the final norm and classifier;
+  // besides them only the embedding row's copy kernel. Gate and up are one launch for Q4_0 and
+  // Q8_0 (the split schedule's formats), two for the others.
+  const uint32_t perLayer = GetParam() == DType::Q4_0 || GetParam() == DType::Q8_0 ? 5 : 6;
   EXPECT_EQ(s.fusedDispatches, (perLayer * w->config.nLayers + 1) * s.runs);
   EXPECT_LE(s.dispatches, s.fusedDispatches + s.runs);
 }
@@ -279,9 +279,58 @@ TEST_F(VulkanFuzzTest, SiblingProductsThatDoNotBuildLaunchApart) {
       decodeRefusing(DType::Q4_0, codegen::hasSiblingProduct, 4, &refusals, &s, &layers));
   EXPECT_GT(refusals, 0u);
   EXPECT_GT(s.fusedFallbacks, 0u);
-  // 8 fused launches a layer: up, then gate with the swiglu; rope and the cache writes stay
-  // epilogues (the projections' kernel built at the first attempt).
-  EXPECT_EQ(s.fusedDispatches, (8u * layers + 1) * s.runs);
+  // 6 fused launches a layer: up, then gate with the swiglu; Q, K and V stay one stacked
+  // launch with rope and the cache writes as epilogues (built at the first attempt).
+  EXPECT_EQ(s.fusedDispatches, (6u * layers + 1) * s.runs);
+}
+
+// A generator that cannot build Q, K and V as one stacked kernel (too many bindings for the
+// device, say): the projections are planned again as a launch each, their rope and cache writes
+// still epilogues, and the decode agrees.
+TEST_F(VulkanFuzzTest, StackedProductsThatDoNotBuildLaunchApart) {
+  uint32_t refusals = 0, layers = 0;
+  runtime::vulkan::VulkanCompilerStats s;
+  auto stacked = [](const codegen::KernelSpec &spec) { return spec.stackedProducts; };
+  ASSERT_NO_FATAL_FAILURE(decodeRefusing(DType::Q4_0, stacked, 4, &refusals, &s, &layers));
+  EXPECT_GT(refusals, 0u);
+  EXPECT_GT(s.fusedFallbacks, 0u);
+  EXPECT_EQ(s.fusedDispatches, (7u * layers + 1) * s.runs);
+  EXPECT_LE(s.dispatches, s.fusedDispatches + s.runs) << "rope or a copy launched on its own";
+}
+
+// SINTER_VK_QMATMUL=stack=0 (side-by-side timing): Q, K and V launch one by one, the decode
+// unchanged in what it computes.
+TEST_F(VulkanFuzzTest, StackOffLaunchesTheProjectionsOneByOne) {
+  model::SyntheticOptions so;
+  so.dtype = DType::Q4_0;
+  absl::StatusOr<model::ModelWeights> w = model::generatePreset("micro", so);
+  ASSERT_TRUE(w.ok()) << w.status();
+  std::vector<std::vector<float>> logits;
+  std::vector<runtime::vulkan::VulkanCompilerStats> counters;
+  for (const char *knobs : {"stack=0", "stack=1"}) {
+    const char *old = std::getenv("SINTER_VK_QMATMUL");
+    std::string saved = old ? old : "";
+    setenv("SINTER_VK_QMATMUL", knobs, 1);
+    auto stats = std::make_shared<runtime::vulkan::VulkanStatsSink>();
+    std::unique_ptr<ComputeBackend> b = vulkanBackend(true, stats);
+    if (old)
+      setenv("SINTER_VK_QMATMUL", saved.c_str(), 1);
+    else
+      unsetenv("SINTER_VK_QMATMUL");
+    ASSERT_TRUE(b);
+    auto d = model::Decoder::create(*b, *w);
+    ASSERT_TRUE(d.ok()) << d.status();
+    std::vector<float> got(w->config.vocabSize);
+    for (uint32_t pos = 0; pos < 3; ++pos)
+      ASSERT_TRUE((*d)->step((pos * 37 + 5) % w->config.vocabSize, pos, absl::MakeSpan(got)).ok());
+    logits.push_back(got);
+    counters.push_back(stats->get());
+  }
+  const uint32_t layers = w->config.nLayers;
+  EXPECT_EQ(counters[0].fusedDispatches, (7u * layers + 1) * counters[0].runs) << "stack=0";
+  EXPECT_EQ(counters[1].fusedDispatches, (5u * layers + 1) * counters[1].runs) << "stack=1";
+  EXPECT_EQ(counters[0].fusedFallbacks + counters[1].fusedFallbacks, 0u);
+  EXPECT_TRUE(test::nmseWithin<float>(logits[0], logits[1], test::kQuantizedActivationTolerance));
 }
 
 // Attention split over the positions (attnsplit=4, scratch and an atomic merge per head) agrees
@@ -308,7 +357,8 @@ TEST_F(VulkanFuzzTest, SplitAttentionDecodeAgreesWithTheReference) {
   EXPECT_EQ(shared().splitSeen->load(), 4u) << "the attention kernels were not split";
   runtime::vulkan::VulkanCompilerStats s = stats->get();
   EXPECT_EQ(s.fusedFallbacks, 0u);
-  EXPECT_EQ(s.fusedDispatches, (7u * w->config.nLayers + 1) * s.runs); // gate and up as one
+  // Q, K and V stacked as one launch, gate and up as one.
+  EXPECT_EQ(s.fusedDispatches, (5u * w->config.nLayers + 1) * s.runs);
 }
 
 // With replay, a copy whose offsets are plan parameters runs as the generated copy kernel; from a

@@ -116,16 +116,9 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps, bool paramsInBuf
     else if (kv.first == "cus")
       target.computeUnits = v;
   }
-  const uint32_t maxBindings = caps.maxPerStageDescriptorStorageBuffers;
-  return [target, maxBindings](const codegen::KernelSpec &spec) -> absl::StatusOr<VulkanKernel> {
+  target.maxStorageBuffers = caps.maxPerStageDescriptorStorageBuffers;
+  return [target](const codegen::KernelSpec &spec) -> absl::StatusOr<VulkanKernel> {
     SINTER_ASSIGN_OR_RETURN(codegen::SpirvKernel k, codegen::buildSpirvKernel(spec, target));
-    // A fused kernel binds every member's buffers (stacked Q, K, V with their tails: 20 and the
-    // parameter buffer); past the device's limit it has no pipeline, so its launches are planned
-    // again smaller.
-    if (maxBindings > 0 && k.numBindings() > maxBindings)
-      return absl::UnimplementedError(absl::StrCat("kernel ", k.name, " binds ", k.numBindings(),
-                                                   " storage buffers, the device at most ",
-                                                   maxBindings));
     VulkanKernel out;
     out.name = k.name;
     out.binary.spirv = k.words;

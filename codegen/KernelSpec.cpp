@@ -105,6 +105,17 @@ std::vector<StackedSegment> stackedSegments(const KernelSpec &spec) {
   return segments;
 }
 
+KernelSpec segmentSpec(const KernelSpec &spec, const StackedSegment &seg) {
+  KernelSpec one;
+  one.prologue = spec.prologue;
+  one.anchor = *seg.product;
+  one.epilogue = seg.tail;
+  const bool first = seg.product == &spec.anchor;
+  one.unstoredOutputs = first ? spec.unstoredOutputs : (spec.prologue.empty() ? 0u : 1u);
+  one.rowsHint = spec.rowsHint;
+  return one;
+}
+
 std::string KernelSpec::name() const {
   const OpInfo &info = opInfo(anchor.kind);
   std::string n = info.name;

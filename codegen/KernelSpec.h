@@ -97,6 +97,10 @@ struct StackedSegment {
 /// The segments of a stacked spec (KernelSpec::stackedProducts), in launch order; for any other
 /// spec one segment, the anchor with the whole epilogue.
 std::vector<StackedSegment> stackedSegments(const KernelSpec &spec);
+/// The spec `seg` (one of stackedSegments(spec)) compiles as on its own: spec's prologue, the
+/// product as anchor, its tail as epilogue, spec's rowsHint. Only the first segment stores the
+/// prologue's output (spec's unstoredOutputs); the others leave it to the first.
+KernelSpec segmentSpec(const KernelSpec &spec, const StackedSegment &seg);
 
 /// The single-op kernel for `op` with the integers of `paramMask` as parameters.
 KernelSpec singleOpSpec(const OpCall &op, uint8_t paramMask);

@@ -7,7 +7,6 @@
 // here too; the pieces come from QuantWords.h.
 #include <algorithm>
 #include <array>
-#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -712,36 +711,30 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
 
 // A stacked kernel (KernelSpec::stackedProducts): workgroups [0, G0) run the anchor's kernel
 // with its tail, [G0, G0 + G1) the second product's, and so on, each segment emitted as the
-// kernel of a spec of its own (the norm prologue, the product, its tail) with its members'
-// indices and its first workgroup moved (Emitter::beginSegment). The branch is uniform over a
-// workgroup, so the barriers inside are too. Only the first segment stores the norm's output.
+// kernel of its segment spec (the norm prologue, the product, its tail) with its members'
+// indices and its first workgroup moved (Emitter::beginSegment). Each segment sits under a range
+// check of the workgroup id, uniform over a workgroup, so the barriers inside are too.
 void emitStackedQMatmul(Emitter &e, const KernelSpec &spec) {
   std::vector<StackedSegment> segments = stackedSegments(spec);
   std::vector<uint32_t> groups = stackedGroups(spec, e.plan);
   const int from = static_cast<int>(spec.prologue.size());
   Value group = e.groupId();
-  // Segment s and the ones after it, from its first workgroup `base` on.
-  std::function<void(size_t, int64_t)> emitFrom = [&](size_t s, int64_t base) {
-    auto emitOne = [&] {
-      KernelSpec one;
-      one.prologue = spec.prologue;
-      one.anchor = *segments[s].product;
-      one.epilogue = segments[s].tail;
-      one.unstoredOutputs = s == 0 ? spec.unstoredOutputs : (spec.prologue.empty() ? 0u : 1u);
-      one.rowsHint = spec.rowsHint;
-      e.beginSegment(from, segments[s].member - from, base > 0 ? e.ci(base) : Value());
+  int64_t base = 0;
+  for (size_t s = 0; s < segments.size(); ++s) {
+    const int64_t end = base + groups[s];
+    const KernelSpec one = segmentSpec(spec, segments[s]);
+    // base <= group < end as one unsigned compare: below base, group - base wraps past end.
+    Value inRange =
+        base > 0 ? e.ult(e.sub(group, e.ci(base)), e.ci(groups[s])) : e.ult(group, e.ci(end));
+    const Value first = base > 0 ? e.ci(base) : Value();
+    e.ifThen(inRange, [&] {
+      e.beginSegment(from, segments[s].member - from, first);
       e.setMember(from);
       emitQMatmulKernel(e, one.anchor, one);
       e.endSegment();
-    };
-    if (s + 1 == segments.size()) {
-      emitOne();
-      return;
-    }
-    int64_t end = base + groups[s];
-    e.ifElse(e.ult(group, e.ci(end)), emitOne, [&] { emitFrom(s + 1, end); });
-  };
-  emitFrom(0, 0);
+    });
+    base = end;
+  }
   e.setMember(from);
 }
 

@@ -264,10 +264,7 @@ absl::Status checkFusion(const KernelSpec &spec) {
           p.ints[1] != spec.anchor.ints[1] || !p.isStatic(0) || p.ints[0] <= 0 ||
           p.ints[0] > INT32_MAX)
         return unsupported("stacked products of another format or shape, or a run-time n_rows");
-      KernelSpec one;
-      one.prologue = spec.prologue;
-      one.anchor = p;
-      one.epilogue = seg.tail;
+      KernelSpec one = segmentSpec(spec, seg);
       if (!one.epilogue.empty() && one.epilogue[0].kind == OpKind::QuantizedMatmul)
         return unsupported("a sibling product among stacked products");
       if (absl::Status s = checkFusion(one); !s.ok())
@@ -619,6 +616,12 @@ absl::StatusOr<SpirvKernel> buildSpirvKernel(const KernelSpec &spec, const Spirv
         "no fused SPIR-V kernel for a sibling product on the ",
         plan.workgroupRows ? "workgroup-rows schedule" : "schedule of whole blocks a lane",
         " (only the split schedule decodes two matrices' rows against one x)"));
+  const bool paramsBinding = target.paramsInBuffer && plan.pushConstantWords > 0;
+  const size_t numBindings = plan.bindings.size() + (paramsBinding ? 1 : 0);
+  if (target.maxStorageBuffers > 0 && numBindings > target.maxStorageBuffers)
+    return absl::UnimplementedError(absl::StrCat("kernel ", name, " binds ", numBindings,
+                                                 " storage buffers, the device at most ",
+                                                 target.maxStorageBuffers));
   mlir::gpu::GPUFuncOp func = createKernelFunc(b, *module, plan, target.paramsInBuffer);
   b.setInsertionPointToStart(&func.getBody().front());
   spv::Emitter e(b, loc, func, target, plan);
@@ -659,7 +662,6 @@ absl::StatusOr<SpirvKernel> buildSpirvKernel(const KernelSpec &spec, const Spirv
       operand(2, 1); // V
     }
   }
-  const bool paramsBinding = target.paramsInBuffer && plan.pushConstantWords > 0;
   if (paramsBinding && target.readOnlyBindings)
     readOnly |= uint64_t(1) << plan.bindings.size();
   uint64_t coherent = 0;

@@ -82,6 +82,11 @@ struct SpirvTarget {
   uint32_t qmatmulWorkgroupRows = 0;
   /// maxComputeSharedMemorySize: workgroup memory a kernel may declare (Vulkan's minimum).
   uint32_t maxSharedMemoryBytes = 16384;
+  /// maxPerStageDescriptorStorageBuffers: the storage buffers a kernel may bind, the parameter
+  /// buffer included (0: no limit). A fused kernel binds every member's buffers (stacked Q, K
+  /// and V with their tails bind 20); one past the limit is refused as unimplemented, so the
+  /// runtime plans its launches again smaller.
+  uint32_t maxStorageBuffers = 0;
   /// Attention over heads: the most invocations per workgroup (0: 1024; `attnwg=N`).
   uint32_t attentionWorkgroup = 0;
   /// Attention over heads: workgroups per head (`attnsplit=N`, 1..64; 0: the default, 8; 1: one

@@ -157,6 +157,37 @@ TEST(SpirvCompilerTest, FusedKernelBindsEveryMember) {
   EXPECT_EQ(p->grid(anchorInts.data()), (std::array<uint32_t, 3>{1, 1, 1}));
 }
 
+// A kernel binding more storage buffers than the device allows a stage (the parameter buffer
+// counted) is refused as unimplemented, so the runtime plans its launches again smaller.
+TEST(SpirvCompilerTest, KernelsPastTheStorageBufferLimitAreUnimplemented) {
+  // rms_norm -> quantized_matmul -> add: 9 buffers, and the parameter buffer with paramsInBuffer.
+  KernelSpec spec = singleOpSpec(ops::quantizedMatmul(h(1), h(2), h(3), 64, 256, DType::Q4_0), 0);
+  spec.prologue.push_back(shapeOf(ops::rmsNorm(h(4), h(5), h(2), 256, 1e-5f), 0));
+  spec.epilogue.push_back(shapeOf(ops::add(h(3), h(6), h(7), 64), 0));
+  SpirvTarget t = target();
+  t.maxStorageBuffers = 9;
+  absl::StatusOr<SpirvKernel> fits = buildSpirvKernel(spec, t);
+  ASSERT_TRUE(fits.ok()) << fits.status();
+  EXPECT_EQ(fits->numBindings(), 9u);
+  t.maxStorageBuffers = 8;
+  absl::StatusOr<SpirvKernel> k = buildSpirvKernel(spec, t);
+  ASSERT_FALSE(k.ok());
+  EXPECT_EQ(k.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(k.status().message(), HasSubstr("binds 9 storage buffers, the device at most 8"));
+  // n_rows as a parameter: the parameter buffer is the tenth.
+  KernelSpec dynamic = spec;
+  dynamic.anchor.staticMask &= ~uint8_t{1};
+  t.maxStorageBuffers = 9;
+  t.paramsInBuffer = true;
+  absl::StatusOr<SpirvKernel> withParams = buildSpirvKernel(dynamic, t);
+  ASSERT_FALSE(withParams.ok());
+  EXPECT_THAT(withParams.status().message(), HasSubstr("binds 10 storage buffers"));
+  t.maxStorageBuffers = 10;
+  withParams = buildSpirvKernel(dynamic, t);
+  ASSERT_TRUE(withParams.ok()) << withParams.status();
+  EXPECT_EQ(withParams->numBindings(), 10u);
+}
+
 // int8 x: by default a product whose grid takes at most half the device's compute units loads
 // its first batch of W before quantizing x (the kernel `prefetch=1` builds); a larger grid, or an
 // unknown row count or unit count, does not (the kernel `prefetch=0` builds).

@@ -60,7 +60,8 @@ struct KernelSpec {
   /// that every projection of a horizontal group recomputes).
   uint32_t unstoredOutputs = 0;
   /// quantized_matmul: the n_rows the kernel will run with when the runtime knows it (0: not
-  /// known), for schedules that depend on the grid's size (SpirvTarget::computeUnits).
+  /// known), for schedules that depend on the grid's size (SpirvTarget::computeUnits). Stacked
+  /// products' grid is known from their static row counts instead.
   uint32_t rowsHint = 0;
   /// Stacked products (Q, K and V after one rms_norm): the epilogue holds further
   /// quantized_matmul members, each followed by its own tail (an optional rope of its rows, an

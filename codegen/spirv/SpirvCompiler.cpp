@@ -346,6 +346,12 @@ KernelPlan planSpec(const KernelSpec &spec, const SpirvTarget &target) {
     // faster (its products are 8 or 64 workgroups) and llama-7b 0.87x (128 of 132 SMs, the
     // 11008-column down product slower). So by default: grids of at most half the SMs.
     uint64_t groups = (uint64_t(spec.rowsHint) + plan.unitsPerGroup - 1) / plan.unitsPerGroup;
+    // Stacked products: one grid of every product's workgroups, resident together.
+    if (spec.stackedProducts) {
+      groups = 0;
+      for (const StackedSegment &seg : stackedSegments(spec))
+        groups += (uint64_t(seg.product->ints[0]) + plan.unitsPerGroup - 1) / plan.unitsPerGroup;
+    }
     bool smallGrid = target.qmatmulPrefetchSmallGrids && target.computeUnits > 0 && groups > 0 &&
                      2 * groups <= target.computeUnits && plan.maxGroups == 0;
     plan.prefetch = target.qmatmulPrefetch || smallGrid;

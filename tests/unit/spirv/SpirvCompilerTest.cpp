@@ -221,6 +221,41 @@ TEST(SpirvCompilerTest, PrefetchIsChosenForSmallGrids) {
   EXPECT_EQ(build(11008, 132, 1), early) << "prefetch=1";
 }
 
+// Stacked products choose the prefetch for their whole grid: three 1024-row products are 192
+// workgroups, more than half of 132 units, although the first alone (64) is not.
+TEST(SpirvCompilerTest, StackedProductsChoosePrefetchForTheWholeGrid) {
+  auto build = [](uint32_t units, int force, int products) {
+    SpirvTarget t = target(32);
+    t.intDot = true;
+    t.maxSharedMemoryBytes = 49152;
+    t.computeUnits = units;
+    if (force >= 0)
+      t.qmatmulPrefetch = t.qmatmulPrefetchSmallGrids = force == 1;
+    KernelSpec spec =
+        singleOpSpec(ops::quantizedMatmul(h(1), h(2), h(3), 1024, 4096, DType::Q4_0), 0);
+    spec.prologue.push_back(shapeOf(ops::rmsNorm(h(4), h(5), h(2), 4096, 1e-5f), 0));
+    for (int p = 1; p < products; ++p)
+      spec.epilogue.push_back(shapeOf(
+          ops::quantizedMatmul(h(10 + 2 * p), h(2), h(11 + 2 * p), 1024, 4096, DType::Q4_0), 0));
+    // Stacked products have static row counts (the grid is fixed at build time).
+    for (OpShape *s : {&spec.anchor, &spec.epilogue[0], &spec.epilogue.back()}) {
+      s->staticMask |= 1;
+      s->ints[0] = 1024;
+    }
+    spec.stackedProducts = true;
+    spec.rowsHint = 1024;
+    absl::StatusOr<SpirvKernel> k = buildSpirvKernel(spec, t);
+    EXPECT_TRUE(k.ok()) << k.status();
+    return k.ok() ? k->words : std::vector<uint32_t>{};
+  };
+  const std::vector<uint32_t> early = build(132, 1, 3), late = build(132, 0, 3);
+  ASSERT_NE(early, late);
+  EXPECT_EQ(build(132, -1, 3), late) << "192 workgroups on 132 units";
+  EXPECT_EQ(build(384, -1, 3), early) << "192 workgroups on 384 units";
+  EXPECT_EQ(build(132, -1, 2), build(132, 0, 2)) << "128 workgroups on 132 units";
+  EXPECT_EQ(build(256, -1, 2), build(256, 1, 2)) << "128 workgroups on 256 units";
+}
+
 TEST(SpirvCompilerTest, InjectedFailureIsAnError) {
   KernelSpec spec = singleOpSpec(ops::silu(h(1), h(2), 16), 0);
   spec.injectFailure = true;

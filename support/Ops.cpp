@@ -81,11 +81,12 @@ uint64_t satAdd(uint64_t a, uint64_t b) {
   return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
 }
 
-BufferAccess readF32(uint8_t buffer, uint64_t offsetElems, uint64_t countElems) {
-  return {buffer, satMul(offsetElems, kF32), satMul(countElems, kF32), true, false};
+// f32 ranges, in elements, appended to `acc` as bytes.
+void readF32(AccessList &acc, uint8_t buffer, uint64_t offsetElems, uint64_t countElems) {
+  acc.add(buffer, satMul(offsetElems, kF32), satMul(countElems, kF32), true, false);
 }
-BufferAccess writeF32(uint8_t buffer, uint64_t offsetElems, uint64_t countElems) {
-  return {buffer, satMul(offsetElems, kF32), satMul(countElems, kF32), false, true};
+void writeF32(AccessList &acc, uint8_t buffer, uint64_t offsetElems, uint64_t countElems) {
+  acc.add(buffer, satMul(offsetElems, kF32), satMul(countElems, kF32), false, true);
 }
 
 // Elements [0, end) read from a strided cache: t*stride + offset + d for t < seqLen, d < headDim.
@@ -147,23 +148,30 @@ namespace {
 // opAccesses into `acc` (the record path's validation keeps the list on its own stack).
 absl::Status fillAccesses(const OpCall &op, AccessList &acc) {
   const auto &v = op.ints;
+  acc.clear();
   switch (op.kind) {
   case OpKind::Matmul:
-    acc.assign({readF32(0, 0, satMul(v[0], v[2])), readF32(1, 0, satMul(v[2], v[1])),
-                writeF32(2, 0, satMul(v[0], v[1]))});
+    readF32(acc, 0, 0, satMul(v[0], v[2]));
+    readF32(acc, 1, 0, satMul(v[2], v[1]));
+    writeF32(acc, 2, 0, satMul(v[0], v[1]));
     break;
   case OpKind::Softmax:
   case OpKind::Silu:
-    acc.assign({readF32(0, 0, v[0]), writeF32(1, 0, v[0])});
+    readF32(acc, 0, 0, v[0]);
+    writeF32(acc, 1, 0, v[0]);
     break;
   case OpKind::RmsNorm:
     if (v[0] == 0)
       return invalid(op, "size must be positive (the mean divides by it)");
-    acc.assign({readF32(0, 0, v[0]), readF32(1, 0, v[0]), writeF32(2, 0, v[0])});
+    readF32(acc, 0, 0, v[0]);
+    readF32(acc, 1, 0, v[0]);
+    writeF32(acc, 2, 0, v[0]);
     break;
   case OpKind::ElementMul:
   case OpKind::Add:
-    acc.assign({readF32(0, 0, v[0]), readF32(1, 0, v[0]), writeF32(2, 0, v[0])});
+    readF32(acc, 0, 0, v[0]);
+    readF32(acc, 1, 0, v[0]);
+    writeF32(acc, 2, 0, v[0]);
     break;
   case OpKind::Rope: {
     uint64_t headDim = v[1];
@@ -171,33 +179,35 @@ absl::Status fillAccesses(const OpCall &op, AccessList &acc) {
       return invalid(op, "head_dim must be positive (the angle divides by it)");
     if (headDim % 2 != 0)
       return invalid(op, absl::StrFormat("head_dim %d is odd; rope rotates pairs", headDim));
-    BufferAccess q = readF32(0, 0, satMul(v[2], headDim));
-    BufferAccess k = readF32(1, 0, satMul(v[3], headDim));
-    q.write = k.write = true;
-    acc.assign({q, k});
-    if (overlaps(q, k, op))
+    acc.add(0, 0, satMul(satMul(v[2], headDim), kF32), true, true); // q
+    acc.add(1, 0, satMul(satMul(v[3], headDim), kF32), true, true); // k
+    if (overlaps(acc[0], acc[1], op))
       return invalid(op, absl::StrFormat("q and k ranges of buffer %d overlap", op.buffers[0].id));
     break;
   }
   case OpKind::CopyBuffer:
-    acc.assign({{0, 0, v[0], true, false}, {1, 0, v[0], false, true}});
+    acc.add(0, 0, v[0], true, false);
+    acc.add(1, 0, v[0], false, true);
     // Copying a buffer onto itself at the same offset changes nothing and is allowed.
     return absl::OkStatus();
   case OpKind::CopyBufferOffset:
-    acc.assign({{0, v[0], v[2], true, false}, {1, v[1], v[2], false, true}});
+    acc.add(0, v[0], v[2], true, false);
+    acc.add(1, v[1], v[2], false, true);
     return absl::OkStatus(); // overlap is memmove
   case OpKind::AttnScore: {
     uint64_t headDim = v[0], seqLen = v[1];
     if (headDim == 0)
       return invalid(op, "head_dim must be positive (scores divide by sqrt(head_dim))");
-    acc.assign({readF32(0, v[2], headDim), readF32(1, 0, stridedEnd(seqLen, v[4], v[3], headDim)),
-                writeF32(2, 0, seqLen)});
+    readF32(acc, 0, v[2], headDim);
+    readF32(acc, 1, 0, stridedEnd(seqLen, v[4], v[3], headDim));
+    writeF32(acc, 2, 0, seqLen);
     break;
   }
   case OpKind::AttnValue: {
     uint64_t headDim = v[0], seqLen = v[1];
-    acc.assign({readF32(0, 0, seqLen), readF32(1, 0, stridedEnd(seqLen, v[3], v[2], headDim)),
-                writeF32(2, v[4], headDim)});
+    readF32(acc, 0, 0, seqLen);
+    readF32(acc, 1, 0, stridedEnd(seqLen, v[3], v[2], headDim));
+    writeF32(acc, 2, v[4], headDim);
     break;
   }
   case OpKind::QuantizedMatmul: {
@@ -207,9 +217,9 @@ absl::Status fillAccesses(const OpCall &op, AccessList &acc) {
     if (nCols % info.blockSize != 0)
       return invalid(op, absl::StrFormat("n_cols %d is not a multiple of the %s block size %d",
                                          nCols, info.name, info.blockSize));
-    acc.assign({{0, 0, nRows * rowBytes(info, nCols), true, false},
-                readF32(1, 0, nCols),
-                writeF32(2, 0, nRows)});
+    acc.add(0, 0, nRows * rowBytes(info, nCols), true, false);
+    readF32(acc, 1, 0, nCols);
+    writeF32(acc, 2, 0, nRows);
     break;
   }
   }

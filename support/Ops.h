@@ -93,6 +93,18 @@ public:
     for (const BufferAccess &a : items)
       items_[size_++] = a;
   }
+  /// Empties the list, then add() appends in place, field by field (a BufferAccess built on the
+  /// stack and copied whole was read back before its narrow stores had landed: a stall a field).
+  void clear() { size_ = 0; }
+  void add(uint8_t bufferIndex, uint64_t offset, uint64_t size, bool read, bool write) {
+    assert(size_ < kCapacity && "an op has at most three buffer operands");
+    BufferAccess &a = items_[size_++];
+    a.bufferIndex = bufferIndex;
+    a.offset = offset;
+    a.size = size;
+    a.read = read;
+    a.write = write;
+  }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   const BufferAccess &operator[](size_t i) const { return items_[i]; }

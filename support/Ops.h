@@ -10,7 +10,6 @@
 #include <array>
 #include <cassert>
 #include <cstdint>
-#include <initializer_list>
 #include <string>
 
 #include "absl/functional/function_ref.h"
@@ -86,13 +85,6 @@ class AccessList {
 public:
   static constexpr size_t kCapacity = 3;
   AccessList() = default;
-  AccessList(std::initializer_list<BufferAccess> items) { assign(items); }
-  void assign(std::initializer_list<BufferAccess> items) {
-    assert(items.size() <= kCapacity && "an op has at most three buffer operands");
-    size_ = 0;
-    for (const BufferAccess &a : items)
-      items_[size_++] = a;
-  }
   /// Empties the list, then add() appends in place, field by field (a BufferAccess built on the
   /// stack and copied whole was read back before its narrow stores had landed: a stall a field).
   void clear() { size_ = 0; }

@@ -349,8 +349,8 @@ KernelPlan planSpec(const KernelSpec &spec, const SpirvTarget &target) {
     // Stacked products: one grid of every product's workgroups, resident together.
     if (spec.stackedProducts) {
       groups = 0;
-      for (const StackedSegment &seg : stackedSegments(spec))
-        groups += (uint64_t(seg.product->ints[0]) + plan.unitsPerGroup - 1) / plan.unitsPerGroup;
+      for (uint32_t g : stackedGroups(spec, plan))
+        groups += g;
     }
     bool smallGrid = target.qmatmulPrefetchSmallGrids && target.computeUnits > 0 && groups > 0 &&
                      2 * groups <= target.computeUnits && plan.maxGroups == 0;

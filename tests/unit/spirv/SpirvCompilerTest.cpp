@@ -188,17 +188,24 @@ TEST(SpirvCompilerTest, KernelsPastTheStorageBufferLimitAreUnimplemented) {
   EXPECT_EQ(withParams->numBindings(), 10u);
 }
 
+// A target with int8 x (integer dot products, room for x in workgroup memory) and `units`
+// compute units; force 1 / 0 turns the W prefetch on / off, -1 leaves the default rule.
+SpirvTarget int8Target(uint32_t units, int force) {
+  SpirvTarget t = target(32);
+  t.intDot = true;
+  t.maxSharedMemoryBytes = 49152;
+  t.computeUnits = units;
+  if (force >= 0)
+    t.qmatmulPrefetch = t.qmatmulPrefetchSmallGrids = force == 1;
+  return t;
+}
+
 // int8 x: by default a product whose grid takes at most half the device's compute units loads
 // its first batch of W before quantizing x (the kernel `prefetch=1` builds); a larger grid, or an
 // unknown row count or unit count, does not (the kernel `prefetch=0` builds).
 TEST(SpirvCompilerTest, PrefetchIsChosenForSmallGrids) {
   auto build = [](uint32_t rowsHint, uint32_t units, int force) {
-    SpirvTarget t = target(32);
-    t.intDot = true;
-    t.maxSharedMemoryBytes = 49152;
-    t.computeUnits = units;
-    if (force >= 0)
-      t.qmatmulPrefetch = t.qmatmulPrefetchSmallGrids = force == 1;
+    SpirvTarget t = int8Target(units, force);
     KernelSpec spec =
         singleOpSpec(ops::quantizedMatmul(h(1), h(2), h(3), 4096, 4096, DType::Q4_0), 0);
     spec.rowsHint = rowsHint;
@@ -225,12 +232,7 @@ TEST(SpirvCompilerTest, PrefetchIsChosenForSmallGrids) {
 // workgroups, more than half of 132 units, although the first alone (64) is not.
 TEST(SpirvCompilerTest, StackedProductsChoosePrefetchForTheWholeGrid) {
   auto build = [](uint32_t units, int force, int products) {
-    SpirvTarget t = target(32);
-    t.intDot = true;
-    t.maxSharedMemoryBytes = 49152;
-    t.computeUnits = units;
-    if (force >= 0)
-      t.qmatmulPrefetch = t.qmatmulPrefetchSmallGrids = force == 1;
+    SpirvTarget t = int8Target(units, force);
     KernelSpec spec =
         singleOpSpec(ops::quantizedMatmul(h(1), h(2), h(3), 1024, 4096, DType::Q4_0), 0);
     spec.prologue.push_back(shapeOf(ops::rmsNorm(h(4), h(5), h(2), 4096, 1e-5f), 0));

@@ -1,5 +1,5 @@
 // VulkanKernelBench.cpp - single kernels on the `vulkan` backend: what a streaming read can reach
-// on the device, and quantized_matmul at the shapes of the decode benchmark's models.
+// on the device, and quantized_matmul and attention at the shapes of the decode benchmark's models.
 //
 // BM_VulkanReadProbe/WG/U/V: a hand-written kernel (SPIR-V text below, assembled at start) reads
 // a buffer once with workgroups of WG invocations, each loading U elements of V u32s (V = 4: 16
@@ -13,9 +13,11 @@
 // writes output i % 3 (no barrier inside a group of three, like Q, K and V); per launch: device
 // microseconds (timestamps: the flush's first start to last end over its launches) and weight bytes
 // per device second, beside the wall time and the host's recording time per launch.
+// BM_VulkanAttention/HEADS/KVHEADS/DIM/SEQ: a decode layer's attention (below).
 // SINTER_VK_QMATMUL changes the schedule (docs/ENVIRONMENT.md), so `bench/vulkan/run-h200.sh
 // kernels` sweeps it.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -345,6 +347,97 @@ void BM_VulkanQMatmul(benchmark::State &state) {
     (void)be.free(h);
 }
 
+// Attention of one decode layer: per head attn_score, softmax and attn_value (as the decoder
+// records them; the runtime launches them as one attention kernel over the heads), HEADS query
+// heads on KVHEADS K/V heads of DIM at SEQ positions, over kLayers layers whose caches are apart
+// (well past the L2 cache at llama-7b's shape) and whose q is the layer before's output (each
+// launch waits for the one before, as in a decode). Per launch: device microseconds and K/V bytes
+// per device second.
+void BM_VulkanAttention(benchmark::State &state) {
+  const uint32_t heads = uint32_t(state.range(0)), kvHeads = uint32_t(state.range(1));
+  const uint32_t dim = uint32_t(state.range(2)), seq = uint32_t(state.range(3));
+  const uint32_t kvDim = kvHeads * dim, group = heads / kvHeads;
+  constexpr int kLayers = 16;
+  BackendOptions options;
+  options.kind = "vulkan";
+  options.fusion = true;
+  VulkanBackendOptions vulkan;
+  vulkan.deviceOptions.timestamps = true;
+  vulkan.stats = std::make_shared<runtime::vulkan::VulkanStatsSink>();
+  auto backend = createVulkanBackend(options, vulkan);
+  if (!backend.ok()) {
+    state.SkipWithError(std::string(backend.status().message()).c_str());
+    return;
+  }
+  ComputeBackend &be = **backend;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  auto filled = [&](size_t n) -> absl::StatusOr<BufferHandle> {
+    std::vector<float> v(n);
+    for (float &f : v)
+      f = normal(rng);
+    SINTER_ASSIGN_OR_RETURN(BufferHandle h, be.allocate(n * 4));
+    SINTER_RETURN_IF_ERROR(be.copyToDevice(
+        absl::Span<const uint8_t>(reinterpret_cast<const uint8_t *>(v.data()), n * 4), h));
+    return h;
+  };
+  std::vector<BufferHandle> all;
+  std::vector<BufferHandle> kc, vc, qs;
+  for (int l = 0; l < kLayers; ++l) {
+    auto k = filled(size_t(seq) * kvDim), v = filled(size_t(seq) * kvDim);
+    if (!k.ok() || !v.ok()) {
+      state.SkipWithError("cannot allocate the caches");
+      return;
+    }
+    kc.push_back(*k);
+    vc.push_back(*v);
+  }
+  for (int i = 0; i < 2; ++i)
+    if (auto q = filled(size_t(heads) * dim); q.ok())
+      qs.push_back(*q);
+  auto scores = be.allocate(size_t(seq) * 4);
+  if (qs.size() != 2 || !scores.ok()) {
+    state.SkipWithError("cannot allocate q and scores");
+    return;
+  }
+  auto round = [&]() -> absl::Status {
+    for (int l = 0; l < kLayers; ++l) {
+      BufferHandle q = qs[l % 2], out = qs[(l + 1) % 2];
+      for (uint32_t h = 0; h < heads; ++h) {
+        const uint32_t kvOff = h / group * dim;
+        SINTER_RETURN_IF_ERROR(be.attnScore(q, kc[l], *scores, dim, seq, h * dim, kvOff, kvDim));
+        SINTER_RETURN_IF_ERROR(be.softmax(*scores, *scores, seq));
+        SINTER_RETURN_IF_ERROR(be.attnValue(*scores, vc[l], out, dim, seq, kvOff, kvDim, h * dim));
+      }
+    }
+    return be.synchronize();
+  };
+  if (absl::Status s = round(); !s.ok()) { // compiles the plan
+    state.SkipWithError(std::string(s.message()).c_str());
+    return;
+  }
+  runtime::vulkan::VulkanCompilerStats before = vulkan.stats->get();
+  for (auto _ : state)
+    if (absl::Status s = round(); !s.ok()) {
+      state.SkipWithError(std::string(s.message()).c_str());
+      return;
+    }
+  runtime::vulkan::VulkanCompilerStats after = vulkan.stats->get();
+  const double launches = double(state.iterations()) * kLayers;
+  const double device = after.spanSeconds - before.spanSeconds;
+  const double kvBytes = 2.0 * seq * kvDim * 4;
+  state.counters["us_per_launch"] = device / launches * 1e6;
+  state.counters["GB_per_s"] = device > 0 ? kvBytes * launches / device / 1e9 : 0.0;
+  state.counters["dispatches_per_layer"] = double(after.dispatches - before.dispatches) / launches;
+  for (BufferHandle h : kc)
+    (void)be.free(h);
+  for (BufferHandle h : vc)
+    (void)be.free(h);
+  for (BufferHandle h : qs)
+    (void)be.free(h);
+  (void)be.free(*scores);
+}
+
 void registerAll() {
   for (int64_t wg : {256, 1024})
     for (int64_t unroll : {1, 4, 8})
@@ -372,6 +465,15 @@ void registerAll() {
         ->Unit(benchmark::kMicrosecond)
         ->UseRealTime()
         ->MinTime(0.3);
+  // Attention at the decode benchmark's position (256) and at 16 (its fixed cost): tinyllama-1.1b
+  // (32 heads on 4 K/V heads of 64), llama-7b (32 of 128).
+  for (auto [heads, kvHeads, dim] : std::vector<std::array<int64_t, 3>>{{32, 4, 64}, {32, 32, 128}})
+    for (int64_t seq : {256, 16})
+      benchmark::RegisterBenchmark("BM_VulkanAttention", BM_VulkanAttention)
+          ->Args({heads, kvHeads, dim, seq})
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime()
+          ->MinTime(0.3);
   // The decode's Q, K and V: three launches on one x with no barrier between them (outputs
   // apart), a barrier every third; against /1 it shows whether the device overlaps them.
   for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{4096, 4096}, {2048, 2048}})

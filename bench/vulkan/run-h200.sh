@@ -163,10 +163,11 @@ for b in json.load(sys.stdin).get("benchmarks", []):
 fi
 
 # 5c. `run-h200.sh kernels`: single kernels under each SINTER_SWEEP setting; the read probe runs
-# with the first setting only (it does not depend on them).
+# with the first setting only (it does not depend on them). SINTER_KERNELS_FILTER (a benchmark
+# regex, e.g. Attention) runs only those, under every setting.
 if [ "$what" = kernels ]; then
   settings=${SINTER_SWEEP:-"default"}
-  filter=.
+  filter=${SINTER_KERNELS_FILTER:-.}
   for q in $settings; do
     [ "$q" = default ] && q=
     SINTER_VK_QMATMUL="$q" timeout "${SINTER_KERNELS_TIMEOUT:-120}" \
@@ -176,12 +177,12 @@ if [ "$what" = kernels ]; then
 import json, sys
 for b in json.load(sys.stdin).get("benchmarks", []):
     row = {"qmatmul": sys.argv[1] or "default", "name": b["name"].split("/min")[0].split("/iter")[0]}
-    for k in ("read_GB_per_s", "read_GB_per_s_1GiB", "us_per_launch", "GB_per_s",
+    for k in ("read_GB_per_s", "read_GB_per_s_1GiB", "us_per_launch", "GB_per_s", "dispatches_per_layer",
               "wall_us_per_launch", "record_us_per_launch", "error_message"):
         if k in b: row[k] = round(b[k], 2) if isinstance(b[k], float) else b[k]
     print(json.dumps(row))' "$q" | tee -a "$out/kernels.jsonl"
     say "kernels '$q' exit ${PIPESTATUS[0]}"
-    filter=QMatmul
+    filter=${SINTER_KERNELS_FILTER:-QMatmul}
   done
   exit 0
 fi

@@ -209,7 +209,10 @@ absl::Status emitAttentionKernel(Emitter &e, const OpShape &score, const KernelS
         }
         return next;
       });
-  // Merge the subgroups: every invocation reads all NS states (few), then owns some d.
+  // Merge the subgroups: every invocation reads all NS states, then owns some d. NS is a
+  // compile-time constant, so the loops below are unrolled: each state's loads are independent
+  // and issued together, and each subgroup's weight exp(m_j - max) is computed once (a loop with
+  // a load and an exp an iteration was a chain of NS dependent latencies, three times over).
   Value maxes = workgroupArray(e, e.f32(), subgroups), sums = workgroupArray(e, e.f32(), subgroups);
   Value accs = workgroupArray(e, e.f32(), subgroups * dim);
   e.ifThen(e.ult(lane, e.ci(1)), [&] {
@@ -219,20 +222,38 @@ absl::Status emitAttentionKernel(Emitter &e, const OpShape &score, const KernelS
   for (int64_t k = 0; k < perLane; ++k)
     e.ifThen(valid[k], [&] { e.store(state[2 + k], accs, e.add(e.mul(sg, e.ci(dim)), ds[k])); });
   e.barrier();
-  Value maxAll = e.forLoop(e.ci(0), e.ci(subgroups), e.ci(1), mlir::ValueRange{e.cf(lowest)},
-                           [&](Value j, mlir::ValueRange it) {
-                             return llvm::SmallVector<Value>{
-                                 b.create<arith::MaxNumFOp>(e.loc, it[0], e.load(maxes, j))};
-                           })[0];
-  auto weightOf = [&](Value j) {
-    return emitExp(b, e.loc, b.create<arith::SubFOp>(e.loc, e.load(maxes, j), maxAll),
-                   MathTarget::Gpu);
+  // max, then exp(m_j - max) and the weighted sum of l_j, of n states whose m_j and l_j are given.
+  struct Merged {
+    Value max, total;
+    llvm::SmallVector<Value> weights;
   };
-  Value total =
-      e.forLoop(e.ci(0), e.ci(subgroups), e.ci(1), mlir::ValueRange{e.cf(0.0)},
-                [&](Value j, mlir::ValueRange it) {
-                  return llvm::SmallVector<Value>{e.fma(e.load(sums, j), weightOf(j), it[0])};
-                })[0];
+  auto merge = [&](llvm::ArrayRef<Value> ms, llvm::ArrayRef<Value> ls) {
+    Merged r;
+    llvm::SmallVector<Value> level(ms.begin(), ms.end());
+    while (level.size() > 1) { // a tree: log2(n) dependent steps
+      llvm::SmallVector<Value> next;
+      for (size_t i = 0; i + 1 < level.size(); i += 2)
+        next.push_back(b.create<arith::MaxNumFOp>(e.loc, level[i], level[i + 1]));
+      if (level.size() % 2)
+        next.push_back(level.back());
+      level = std::move(next);
+    }
+    r.max = level[0];
+    r.total = e.cf(0.0);
+    for (size_t j = 0; j < ms.size(); ++j) {
+      r.weights.push_back(
+          emitExp(b, e.loc, b.create<arith::SubFOp>(e.loc, ms[j], r.max), MathTarget::Gpu));
+      r.total = e.fma(ls[j], r.weights.back(), r.total);
+    }
+    return r;
+  };
+  llvm::SmallVector<Value> sgMax, sgSum;
+  for (int64_t j = 0; j < subgroups; ++j) {
+    sgMax.push_back(e.load(maxes, e.ci(j)));
+    sgSum.push_back(e.load(sums, e.ci(j)));
+  }
+  Merged wg = merge(sgMax, sgSum);
+  Value maxAll = wg.max, total = wg.total;
   Value tid = e.threadId(), threads = e.ci(e.plan.workgroupSize);
   auto inverseOf = [&](Value sum) {
     Value nonEmpty = b.create<arith::CmpFOp>(e.loc, arith::CmpFPredicate::OGT, sum, e.cf(0.0));
@@ -248,11 +269,13 @@ absl::Status emitAttentionKernel(Emitter &e, const OpShape &score, const KernelS
     });
   };
   auto workgroupOutput = [&](Value d) {
-    return e.forLoop(e.ci(0), e.ci(subgroups), e.ci(1), mlir::ValueRange{e.cf(0.0)},
-                     [&](Value j, mlir::ValueRange it) {
-                       Value a = e.load(accs, e.add(e.mul(j, e.ci(dim)), d));
-                       return llvm::SmallVector<Value>{e.fma(a, weightOf(j), it[0])};
-                     })[0];
+    llvm::SmallVector<Value> as;
+    for (int64_t j = 0; j < subgroups; ++j)
+      as.push_back(e.load(accs, e.add(e.ci(j * dim), d)));
+    Value o = e.cf(0.0);
+    for (int64_t j = 0; j < subgroups; ++j)
+      o = e.fma(as[j], wg.weights[j], o);
+    return o;
   };
   if (splits == 1) {
     Value inverse = inverseOf(total);
@@ -271,10 +294,10 @@ absl::Status emitAttentionKernel(Emitter &e, const OpShape &score, const KernelS
     return b.create<arith::BitcastOp>(e.loc, e.f32(), i).getResult();
   };
   const int64_t stateWords = dim + 2;
-  auto stateBase = [&](Value s) {
-    return e.add(heads, e.mul(e.add(e.mul(head, e.ci(splits)), s), e.ci(stateWords)));
+  auto stateBase = [&](int64_t s) {
+    return e.add(heads, e.mul(e.add(e.mul(head, e.ci(splits)), e.ci(s)), e.ci(stateWords)));
   };
-  Value mine = stateBase(share);
+  Value mine = e.add(heads, e.mul(e.add(e.mul(head, e.ci(splits)), share), e.ci(stateWords)));
   e.ifThen(e.ult(tid, e.ci(1)), [&] {
     e.store(bits(maxAll), scratch, mine);
     e.store(bits(total), scratch, e.add(mine, e.ci(1)));
@@ -302,34 +325,34 @@ absl::Status emitAttentionKernel(Emitter &e, const OpShape &score, const KernelS
       b.create<arith::CmpIOp>(e.loc, arith::CmpIPredicate::eq, counted, e.c32(splits - 1));
   e.ifThen(merging, [&] {
     deviceFence();
-    auto loadState = [&](Value s, int64_t word) {
-      return fromBits(e.load(scratch, e.add(stateBase(s), e.ci(word))));
+    // Every share's max, sum and (for the invocation's first d) output, loaded at once: one
+    // round trip to the L2 cache instead of three for each share in turn. splits is static.
+    llvm::SmallVector<Value> shareMax, shareSum, firstOut;
+    Value d0 = e.minu(tid, e.ci(dim - 1));
+    for (int64_t s = 0; s < splits; ++s) {
+      Value base = stateBase(s);
+      shareMax.push_back(fromBits(e.load(scratch, base)));
+      shareSum.push_back(fromBits(e.load(scratch, e.add(base, e.ci(1)))));
+      firstOut.push_back(fromBits(e.load(scratch, e.add(base, e.add(d0, e.ci(2))))));
+    }
+    Merged all = merge(shareMax, shareSum);
+    Value inverse = inverseOf(all.total);
+    auto outputOf = [&](llvm::ArrayRef<Value> as) {
+      Value o = e.cf(0.0);
+      for (int64_t s = 0; s < splits; ++s)
+        o = e.fma(as[s], all.weights[s], o);
+      return e.fmul(o, inverse);
     };
-    Value max = e.forLoop(e.ci(0), e.ci(splits), e.ci(1), mlir::ValueRange{e.cf(lowest)},
-                          [&](Value s, mlir::ValueRange it) {
-                            return llvm::SmallVector<Value>{
-                                b.create<arith::MaxNumFOp>(e.loc, it[0], loadState(s, 0))};
-                          })[0];
-    auto shareWeight = [&](Value s) {
-      return emitExp(b, e.loc, b.create<arith::SubFOp>(e.loc, loadState(s, 0), max),
-                     MathTarget::Gpu);
-    };
-    Value sum =
-        e.forLoop(e.ci(0), e.ci(splits), e.ci(1), mlir::ValueRange{e.cf(0.0)},
-                  [&](Value s, mlir::ValueRange it) {
-                    return llvm::SmallVector<Value>{e.fma(loadState(s, 1), shareWeight(s), it[0])};
-                  })[0];
-    Value inverse = inverseOf(sum);
-    e.forLoop(tid, e.ci(dim), threads, [&](Value d) {
-      Value o = e.forLoop(e.ci(0), e.ci(splits), e.ci(1), mlir::ValueRange{e.cf(0.0)},
-                          [&](Value s, mlir::ValueRange it) {
-                            Value a =
-                                fromBits(e.load(scratch, e.add(stateBase(s), e.add(d, e.ci(2)))));
-                            return llvm::SmallVector<Value>{e.fma(a, shareWeight(s), it[0])};
-                          })[0];
-      e.store(e.fmul(o, inverse), out, e.add(oBase, d));
-    });
-    normalizeScores(max, inverse);
+    e.ifThen(e.ult(tid, e.ci(dim)), [&] { e.store(outputOf(firstOut), out, e.add(oBase, d0)); });
+    // Elements past the workgroup's width (head_dim > invocations): a loop, loads per share.
+    if (e.plan.workgroupSize < dim)
+      e.forLoop(e.add(tid, threads), e.ci(dim), threads, [&](Value d) {
+        llvm::SmallVector<Value> as;
+        for (int64_t s = 0; s < splits; ++s)
+          as.push_back(fromBits(e.load(scratch, e.add(stateBase(s), e.add(d, e.ci(2))))));
+        e.store(outputOf(as), out, e.add(oBase, d));
+      });
+    normalizeScores(all.max, inverse);
     e.ifThen(e.ult(tid, e.ci(1)), [&] { e.store(e.c32(0), scratch, head); });
   });
   return absl::OkStatus();

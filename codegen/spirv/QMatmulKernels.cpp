@@ -192,8 +192,8 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, llvm::ArrayRef<Value> rowW
     squares = e.forLoop(e.ci(0), e.ci(vectors), threads, mlir::ValueRange{e.cf(0.0)},
                         [&](Value v0, mlir::ValueRange it) {
                           Value v = vectorOf(v0);
-                          return llvm::SmallVector<Value>{
-                              quantizePass(v0, e.load(x4, v), g4 ? e.load(g4, v) : Value(), it[0])};
+                          return llvm::SmallVector<Value>{quantizePass(
+                              v0, e.load(x4, v), g4 ? e.load(g4, v) : Value(), it[0])};
                         })[0];
   }
   if (g4) {

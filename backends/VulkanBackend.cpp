@@ -86,8 +86,6 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps, bool paramsInBuf
       target.qmatmulIntDot = kv.second != "0";
     if (kv.first == "prefetch") // 1: every product; 0: none (default: one-wave grids)
       target.qmatmulPrefetch = target.qmatmulPrefetchSmallGrids = kv.second != "0";
-    if (kv.first == "xfirst")
-      target.qmatmulXLoadsFirst = kv.second != "0";
     if (kv.first == "window")
       target.qmatmulBlockWindow = kv.second != "0";
     if (kv.first == "nonwritable")

@@ -153,63 +153,40 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, llvm::ArrayRef<Value> rowW
   // so that the 8 lanes of a block (aligned: T is a multiple of 8) all reach the shuffles.
   Value tid = e.threadId(), threads = e.ci(e.plan.workgroupSize);
   Value lastVector = e.ci(vectors - 1);
-  // One pass: vector v0 + tid, whose x (and g) were loaded as `in` (and `gv`).
-  auto quantizePass = [&](Value v0, Value in, Value gv, Value sq) {
-    Value at = e.add(v0, tid);
-    Value live = e.ult(at, e.ci(vectors));
-    Value v = e.minu(at, lastVector);
-    Value xv = g4 ? b.create<arith::MulFOp>(e.loc, in, gv).getResult() : in;
-    if (g4)
-      sq = e.select(live, e.fadd(sq, groupSum(e, {in}, true)), sq);
-    Int8Block q = quantizeBlockX(e, {xv}, 8, q4); // a block is 8 vec4s
-    e.ifThen(live, [&] {
-      e.store(q.words[0], xq, v);
-      e.ifThen(e.ult(e.remu(v, e.ci(8)), e.ci(1)), [&] {
-        Value blk = e.divu(v, e.ci(8));
-        e.store(q.dx, xd, blk);
-        if (q4)
-          e.store(e.fmul(e.fmul(q.dx, q.qsum), e.cf(8.0)), xz, blk);
-      });
-    });
-    return sq;
-  };
-  auto vectorOf = [&](Value v0) { return e.minu(e.add(v0, tid), lastVector); };
-  const int64_t passes = (vectors + e.plan.workgroupSize - 1) / e.plan.workgroupSize;
-  Value squares;
-  if (e.plan.xLoadsFirst && passes <= 16) {
-    // Every pass's loads first (a pass's x is an L2 round trip; the loop waited for each in
-    // turn: six for an 11008-column x on 512 invocations), then the quantization.
-    llvm::SmallVector<Value, 16> ins, gs;
-    for (int64_t p = 0; p < passes; ++p) {
-      Value v = vectorOf(e.ci(p * e.plan.workgroupSize));
-      ins.push_back(e.load(x4, v));
-      gs.push_back(g4 ? e.load(g4, v) : Value());
-    }
-    squares = e.cf(0.0);
-    for (int64_t p = 0; p < passes; ++p)
-      squares = quantizePass(e.ci(p * e.plan.workgroupSize), ins[p], gs[p], squares);
-  } else {
-    squares = e.forLoop(e.ci(0), e.ci(vectors), threads, mlir::ValueRange{e.cf(0.0)},
-                        [&](Value v0, mlir::ValueRange it) {
-                          Value v = vectorOf(v0);
-                          return llvm::SmallVector<Value>{quantizePass(
-                              v0, e.load(x4, v), g4 ? e.load(g4, v) : Value(), it[0])};
-                        })[0];
-  }
+  Value squares =
+      e.forLoop(e.ci(0), e.ci(vectors), threads, mlir::ValueRange{e.cf(0.0)},
+                [&](Value v0, mlir::ValueRange it) {
+                  Value at = e.add(v0, tid);
+                  Value live = e.ult(at, e.ci(vectors));
+                  Value v = e.minu(at, lastVector);
+                  Value in = e.load(x4, v);
+                  Value xv =
+                      g4 ? b.create<arith::MulFOp>(e.loc, in, e.load(g4, v)).getResult() : in;
+                  Value sq = it[0];
+                  if (g4)
+                    sq = e.select(live, e.fadd(sq, groupSum(e, {in}, true)), sq);
+                  Int8Block q = quantizeBlockX(e, {xv}, 8, q4); // a block is 8 vec4s
+                  e.ifThen(live, [&] {
+                    e.store(q.words[0], xq, v);
+                    e.ifThen(e.ult(e.remu(v, e.ci(8)), e.ci(1)), [&] {
+                      Value blk = e.divu(v, e.ci(8));
+                      e.store(q.dx, xd, blk);
+                      if (q4)
+                        e.store(e.fmul(e.fmul(q.dx, q.qsum), e.cf(8.0)), xz, blk);
+                    });
+                  });
+                  return llvm::SmallVector<Value>{sq};
+                })[0];
   if (g4) {
     Value part = e.clusterSum(squares, subgroupLanes);
     e.ifThen(e.ult(e.laneId(), e.ci(1)), [&] { e.store(part, partials, e.subgroupId()); });
   }
   e.barrier();
-  if (g4) {
-    // The subgroups' partial sums, loaded at once (subgroups is static).
-    llvm::SmallVector<Value, 32> parts;
-    for (int64_t j = 0; j < subgroups; ++j)
-      parts.push_back(e.load(partials, e.ci(j)));
-    squares = parts[0];
-    for (int64_t j = 1; j < subgroups; ++j)
-      squares = e.fadd(squares, parts[j]);
-  }
+  if (g4)
+    squares = e.forLoop(e.ci(0), e.ci(subgroups), e.ci(1), mlir::ValueRange{e.cf(0.0)},
+                        [&](Value j, mlir::ValueRange it) {
+                          return llvm::SmallVector<Value>{e.fadd(it[0], e.load(partials, j))};
+                        })[0];
   // 2. W: the split schedule's words, lane l taking word l % W of blocks l / W, l / W + L / W...
   auto tileProducts = [&](Value tileFirst, const Batch *early) {
     llvm::SmallVector<Value> accs(rows, e.cf(0.0));

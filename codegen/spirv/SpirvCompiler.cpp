@@ -154,7 +154,6 @@ KernelPlan planKernel(const OpShape &op, const SpirvTarget &target) {
           plan.lanesPerRow >= plan.splitWords)
         plan.laneWords = words;
       plan.blockWindow = target.qmatmulBlockWindow;
-      plan.xLoadsFirst = target.qmatmulXLoadsFirst;
       int64_t stride = plan.lanesPerRow / (plan.splitWords / plan.laneWords);
       int64_t trip = (op.ints[1] / layout.blockWeights + stride - 1) / stride;
       int64_t iterations = (trip + most - 1) / most;

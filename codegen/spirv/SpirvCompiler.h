@@ -58,9 +58,6 @@ struct SpirvTarget {
   /// int8-x quantized_matmul with a whole block a lane: read d from the words that hold the
   /// block's quants (one load fewer a block; `window=0` loads d's word apart).
   bool qmatmulBlockWindow = true;
-  /// int8 x: an invocation's loads of x (and of the norm's g) all issued before it quantizes
-  /// any (`xfirst=0`: one load a loop iteration, the older code).
-  bool qmatmulXLoadsFirst = true;
   /// Q4_0/Q8_0 on a device with integer dot products (intDot): quantize x to int8 per block of
   /// 32 in workgroup memory and multiply 4 quants at a time (SEMANTICS.md's 5e-4 bound for
   /// quantized activations). `dot=0` or SINTER_PRECISE=1 keeps x in f32.

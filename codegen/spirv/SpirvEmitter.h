@@ -54,9 +54,6 @@ struct KernelPlan {
   bool intDotX = false;
   /// int8-x schedule: blocks a lane loads before it computes any of them.
   uint32_t intDotUnroll = 1;
-  /// int8-x schedule: the x pass's loads (every pass of an invocation over x, and g under a
-  /// norm) issued before any is quantized, instead of a loop with a load an iteration.
-  bool xLoadsFirst = true;
   /// int8-x schedule: consecutive quant words of a block a lane takes (1, 2 or 4, dividing
   /// splitWords): splitWords / laneWords lanes share a block.
   uint32_t laneWords = 1;

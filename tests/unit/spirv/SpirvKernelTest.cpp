@@ -65,7 +65,6 @@ protected:
     t.qmatmulGroups = groups_;
     t.qmatmulWorkgroupRows = workgroupRows_;
     t.qmatmulLaneWords = laneWords_;
-    t.qmatmulXLoadsFirst = xLoadsFirst_;
     t.paramsInBuffer = paramsInBuffer_;
     return t;
   }
@@ -108,7 +107,7 @@ protected:
         std::to_string(t.qmatmulUnroll) + "/" + std::to_string(t.qmatmulDotUnroll) + "/g" +
         std::to_string(t.qmatmulGroups) + "/w" + std::to_string(t.qmatmulWorkgroupRows) + "/lw" +
         std::to_string(t.qmatmulLaneWords) + (t.qmatmulBlockWindow ? "" : "/nowindow") +
-        (t.qmatmulXLoadsFirst ? "" : "/xloop") + (t.paramsInBuffer ? "/params" : "");
+        (t.paramsInBuffer ? "/params" : "");
     auto cached = kernels_->find(key);
     if (cached == kernels_->end()) {
       absl::StatusOr<SpirvKernel> built = codegen::buildSpirvKernel(spec, t);
@@ -362,7 +361,6 @@ protected:
   uint32_t workgroupRows_ = 0;
   /// target()'s SpirvTarget::qmatmulLaneWords (0: the built-in choice).
   uint32_t laneWords_ = 0;
-  bool xLoadsFirst_ = true;
   /// target()'s SpirvTarget::paramsInBuffer.
   bool paramsInBuffer_ = false;
   /// checkFused builds the members as stacked products (KernelSpec::stackedProducts, every
@@ -618,39 +616,6 @@ TEST_F(SpirvKernelTest, QuantizedMatmulLaneWords) {
                     str(nCols),
                 0, rows, &t, kQuantizedActivationTolerance);
         }
-}
-
-TEST_F(SpirvKernelTest, QuantizedMatmulXLoadsFirst) {
-  if (!runner_->intDot())
-    GTEST_SKIP() << runner_->deviceName() << " has no integer dot products (the x pass is int8 x)";
-  // The x pass with every load first (the default) and as a loop (xfirst=0), one pass an
-  // invocation or several (x of 1024 and 4096 columns), and past 16 passes (11008 columns on
-  // narrow workgroups), where the default keeps the loop; alone and under the norm prologue,
-  // whose sum of squares is summed over the passes and the subgroups.
-  for (bool first : {true, false}) {
-    xLoadsFirst_ = first;
-    for (uint32_t cols : {1024u, 4096u, 11008u}) {
-      const std::string how = std::string(first ? "" : "xfirst=0 ") + str(cols) + " columns";
-      OpCall op = ops::quantizedMatmul(slot(0), slot(1), slot(2), 96, cols, DType::Q4_0);
-      absl::StatusOr<SpirvKernel> k =
-          codegen::buildSpirvKernel(codegen::singleOpSpec(op, 0), target());
-      ASSERT_TRUE(k.ok()) << k.status();
-      const uint32_t passes = (cols / 4 + k->localSize[0] - 1) / k->localSize[0];
-      if (first && passes > 1 && passes <= 16) { // the loads are unrolled: another kernel
-        xLoadsFirst_ = false;
-        absl::StatusOr<SpirvKernel> loop =
-            codegen::buildSpirvKernel(codegen::singleOpSpec(op, 0), target());
-        xLoadsFirst_ = true;
-        ASSERT_TRUE(loop.ok()) << loop.status();
-        EXPECT_NE(k->words, loop->words) << how << ": " << passes << " passes, same kernel";
-      }
-      check(op, "Q4_0 96x" + how, 0, 96, nullptr, kQuantizedActivationTolerance);
-      checkFused({ops::rmsNorm(slot(0), slot(1), slot(2), cols, 1e-5f),
-                  ops::quantizedMatmul(slot(3), slot(2), slot(4), 96, cols, DType::Q8_0)},
-                 1, {2, 4}, "rms_norm -> Q8_0 96x" + how);
-    }
-  }
-  xLoadsFirst_ = true;
 }
 
 TEST_F(SpirvKernelTest, QuantizedMatmulCappedGrid) {

@@ -118,9 +118,9 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, llvm::ArrayRef<Value> rowW
     llvm::SmallVector<Value, 16> blks, lives;
     llvm::SmallVector<LaneWords, 16> loaded;
   };
-  auto loadBatch = [&](Value blk0, bool guardFirst, int64_t count) {
+  auto loadBatch = [&](Value blk0, bool guardFirst) {
     Batch batch;
-    for (int64_t u = 0; u < count; ++u) {
+    for (int64_t u = 0; u < unroll; ++u) {
       Value blk = blk0, live;
       if (u > 0 || guardFirst) {
         Value at = e.add(blk0, e.mul(stride, e.ci(u)));
@@ -134,7 +134,7 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, llvm::ArrayRef<Value> rowW
     return batch;
   };
   auto addBatch = [&](const Batch &batch, llvm::SmallVector<Value> next) {
-    for (size_t u = 0; u < batch.blks.size(); ++u) {
+    for (int64_t u = 0; u < unroll; ++u) {
       llvm::SmallVector<Value> sum = addBlock(batch.blks[u], batch.loaded[u], next);
       for (int64_t r = 0; r < rows; ++r)
         next[r] = batch.lives[u] ? e.select(batch.lives[u], sum[r], next[r]) : sum[r];
@@ -142,12 +142,10 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, llvm::ArrayRef<Value> rowW
     return next;
   };
   // 0. With KernelPlan::prefetch the lane's first U blocks of W are loaded before x is
-  // quantized, so that their memory latency and the quantization's overlap; with
-  // prefetchBlocks only that many of them.
+  // quantized, so that their memory latency and the quantization's overlap.
   std::optional<Batch> prefetched;
-  const int64_t early = e.plan.prefetch ? unroll : e.plan.prefetchBlocks;
-  if (early > 0)
-    prefetched = loadBatch(e.divu(lane, e.ci(lanesPerBlock)), /*guardFirst=*/true, early);
+  if (e.plan.prefetch)
+    prefetched = loadBatch(e.divu(lane, e.ci(lanesPerBlock)), /*guardFirst=*/true);
   xq = workgroupArray(e, e.i32(), vectors);
   xd = workgroupArray(e, e.f32(), blocks);
   xz = q4 ? workgroupArray(e, e.f32(), blocks) : Value();
@@ -196,18 +194,18 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, llvm::ArrayRef<Value> rowW
     if (early) {
       // The blocks loaded before quantizing x: their loads were in flight meanwhile.
       accs = addBatch(*early, accs);
-      firstBlock = e.add(firstBlock, e.mul(stride, e.ci(int64_t(early->blks.size()))));
+      firstBlock = e.add(firstBlock, e.mul(stride, e.ci(unroll)));
     }
     accs = e.forLoop(firstBlock, nBlocks, e.mul(stride, e.ci(unroll)), accs,
                      [&](Value blk0, mlir::ValueRange iters) {
-                       return addBatch(loadBatch(blk0, /*guardFirst=*/false, unroll),
+                       return addBatch(loadBatch(blk0, /*guardFirst=*/false),
                                        llvm::SmallVector<Value>(iters.begin(), iters.end()));
                      });
     finish(accs, g4 ? squares : Value(), tileFirst);
   };
-  const Batch *earlyBatch = prefetched ? &*prefetched : nullptr;
+  const Batch *early = prefetched ? &*prefetched : nullptr;
   if (!e.plan.maxGroups) {
-    tileProducts(firstRow, earlyBatch);
+    tileProducts(firstRow, early);
     return;
   }
   // A capped grid: this workgroup's tiles g, g + G, ... with the x quantized above (the first
@@ -215,7 +213,7 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, llvm::ArrayRef<Value> rowW
   Value units = e.ci(e.plan.unitsPerGroup);
   Value tiles = e.divu(e.add(nRows, e.sub(units, e.ci(1))), units);
   Value groups = e.minu(tiles, e.ci(e.plan.maxGroups));
-  tileProducts(firstRow, earlyBatch);
+  tileProducts(firstRow, early);
   e.forLoop(e.add(group, groups), tiles, groups,
             [&](Value tile) { tileProducts(setTile(tile), nullptr); });
 }

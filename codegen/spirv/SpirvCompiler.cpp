@@ -355,8 +355,6 @@ KernelPlan planSpec(const KernelSpec &spec, const SpirvTarget &target) {
     bool smallGrid = target.qmatmulPrefetchSmallGrids && target.computeUnits > 0 && groups > 0 &&
                      2 * groups <= target.computeUnits && plan.maxGroups == 0;
     plan.prefetch = target.qmatmulPrefetch || smallGrid;
-    if (!plan.prefetch)
-      plan.prefetchBlocks = std::min(target.qmatmulPrefetchBlocks, plan.intDotUnroll);
   }
   if (spec.prologue.empty() && spec.epilogue.empty())
     return plan;

@@ -69,10 +69,6 @@ struct SpirvTarget {
   /// int8 x: prefetch where the product's grid (KernelSpec::rowsHint rows) has at most
   /// computeUnits / 2 workgroups. `prefetch=0` turns it off.
   bool qmatmulPrefetchSmallGrids = true;
-  /// int8 x, grids that do not prefetch their first batch: load this many of a lane's first
-  /// blocks before quantizing x (`pfblocks=N`, 0..16, default 0), few enough registers held
-  /// across the barrier to keep the occupancy, enough to keep the memory busy meanwhile.
-  uint32_t qmatmulPrefetchBlocks = 0;
   /// The device's compute units (NVIDIA's SM count); 0 when unknown (no grid-size choices).
   uint32_t computeUnits = 0;
   /// int8-x quantized_matmul: at most this many workgroups (`groups=N`, 4..65535; 0: one

@@ -39,9 +39,6 @@ struct KernelPlan {
   uint32_t rowsPerSubgroup = 1; ///< rows per cluster of lanesPerRow lanes (x reused)
   /// int8-x quantized_matmul: a lane's first batch of W loaded before x is quantized.
   bool prefetch = false;
-  /// int8-x quantized_matmul without `prefetch`: this many of a lane's first blocks of W
-  /// loaded before x is quantized (0: none; SpirvTarget::qmatmulPrefetchBlocks).
-  uint32_t prefetchBlocks = 0;
   uint32_t blocksPerStep = 1;
   /// quantized_matmul: lanes that share one row (a power of two dividing the subgroup); fewer
   /// than S when a row has fewer steps than lanes, so a subgroup works on S / lanesPerRow row

@@ -65,7 +65,6 @@ protected:
     t.qmatmulGroups = groups_;
     t.qmatmulWorkgroupRows = workgroupRows_;
     t.qmatmulLaneWords = laneWords_;
-    t.qmatmulPrefetchBlocks = prefetchBlocks_;
     t.paramsInBuffer = paramsInBuffer_;
     return t;
   }
@@ -107,8 +106,8 @@ protected:
         (t.qmatmulIntDot ? "/dot" : "") + (t.qmatmulPrefetch ? "" : "/late") + "/" +
         std::to_string(t.qmatmulUnroll) + "/" + std::to_string(t.qmatmulDotUnroll) + "/g" +
         std::to_string(t.qmatmulGroups) + "/w" + std::to_string(t.qmatmulWorkgroupRows) + "/lw" +
-        std::to_string(t.qmatmulLaneWords) + (t.qmatmulBlockWindow ? "" : "/nowindow") + "/pf" +
-        std::to_string(t.qmatmulPrefetchBlocks) + (t.paramsInBuffer ? "/params" : "");
+        std::to_string(t.qmatmulLaneWords) + (t.qmatmulBlockWindow ? "" : "/nowindow") +
+        (t.paramsInBuffer ? "/params" : "");
     auto cached = kernels_->find(key);
     if (cached == kernels_->end()) {
       absl::StatusOr<SpirvKernel> built = codegen::buildSpirvKernel(spec, t);
@@ -362,7 +361,6 @@ protected:
   uint32_t workgroupRows_ = 0;
   /// target()'s SpirvTarget::qmatmulLaneWords (0: the built-in choice).
   uint32_t laneWords_ = 0;
-  uint32_t prefetchBlocks_ = 0;
   /// target()'s SpirvTarget::paramsInBuffer.
   bool paramsInBuffer_ = false;
   /// checkFused builds the members as stacked products (KernelSpec::stackedProducts, every
@@ -618,38 +616,6 @@ TEST_F(SpirvKernelTest, QuantizedMatmulLaneWords) {
                     str(nCols),
                 0, rows, &t, kQuantizedActivationTolerance);
         }
-}
-
-TEST_F(SpirvKernelTest, QuantizedMatmulPrefetchesSomeBlocks) {
-  if (!runner_->intDot())
-    GTEST_SKIP() << runner_->deviceName() << " has no integer dot products (pfblocks is int8 x)";
-  // pfblocks=N: a lane's first N blocks loaded before x is quantized, the rest in the loop's
-  // batches after it. Rows of fewer blocks a lane than N (the extra loads are past the end),
-  // of one batch and of several (dotunroll=4); alone, under the norm, gate and up together.
-  prefetchBlocks_ = 2;
-  for (uint32_t cols : {256u, 4096u, 11008u}) {
-    OpCall op = ops::quantizedMatmul(slot(0), slot(1), slot(2), 96, cols, DType::Q4_0);
-    absl::StatusOr<SpirvKernel> k =
-        codegen::buildSpirvKernel(codegen::singleOpSpec(op, 0), target());
-    prefetchBlocks_ = 0;
-    absl::StatusOr<SpirvKernel> none =
-        codegen::buildSpirvKernel(codegen::singleOpSpec(op, 0), target());
-    prefetchBlocks_ = 2;
-    ASSERT_TRUE(k.ok() && none.ok());
-    EXPECT_NE(k->words, none->words) << cols << " columns: pfblocks=2 changed nothing";
-    check(op, "pfblocks=2 Q4_0 96x" + str(cols), 0, 96, nullptr, kQuantizedActivationTolerance);
-    SpirvTarget unrolled = target();
-    unrolled.qmatmulDotUnroll = 4;
-    check(ops::quantizedMatmul(slot(0), slot(1), slot(2), 70, cols, DType::Q8_0),
-          "pfblocks=2 dotunroll=4 Q8_0 70x" + str(cols), 0, 70, &unrolled,
-          kQuantizedActivationTolerance);
-    checkFused({ops::rmsNorm(slot(0), slot(1), slot(2), cols, 1e-5f),
-                ops::quantizedMatmul(slot(3), slot(2), slot(4), 100, cols, DType::Q4_0),
-                ops::quantizedMatmul(slot(5), slot(2), slot(6), 100, cols, DType::Q4_0),
-                ops::silu(slot(4), slot(7), 100), ops::elementMul(slot(7), slot(6), slot(8), 100)},
-               1, {2, 4, 6, 7, 8}, "pfblocks=2 rms_norm -> gate and up 100x" + str(cols));
-  }
-  prefetchBlocks_ = 0;
 }
 
 TEST_F(SpirvKernelTest, QuantizedMatmulCappedGrid) {

@@ -344,7 +344,12 @@ KernelPlan planSpec(const KernelSpec &spec, const SpirvTarget &target) {
     // occupancy that grids of several waves live on). In the decode, side by side (2026-12-04
     // 21:00 UTC), prefetching every grid of at most one workgroup an SM made tinyllama 1.14x
     // faster (its products are 8 or 64 workgroups) and llama-7b 0.87x (128 of 132 SMs, the
-    // 11008-column down product slower). So by default: grids of at most half the SMs.
+    // 11008-column down product slower). So grids of at most half the SMs, until the products
+    // took one row a subgroup (a 4096-row grid is 256 workgroups): on an H100 (2026-12-06,
+    // `cus=264` side by side, alternated twice) grids of up to one workgroup an SM made
+    // tinyllama 877.6 / 878.7 tokens/s against 863.1 / 867.9 (its 2048-row down and output
+    // products, 128 workgroups, take it) and left llama-7b alone (352.4 / 352.2 against 352.3 /
+    // 351.3: no grid of its is that small). The default since: at most one workgroup an SM.
     uint64_t groups = (uint64_t(spec.rowsHint) + plan.unitsPerGroup - 1) / plan.unitsPerGroup;
     // Stacked products: one grid of every product's workgroups, resident together.
     if (spec.stackedProducts) {
@@ -353,7 +358,7 @@ KernelPlan planSpec(const KernelSpec &spec, const SpirvTarget &target) {
         groups += g;
     }
     bool smallGrid = target.qmatmulPrefetchSmallGrids && target.computeUnits > 0 && groups > 0 &&
-                     2 * groups <= target.computeUnits && plan.maxGroups == 0;
+                     groups <= target.computeUnits && plan.maxGroups == 0;
     plan.prefetch = target.qmatmulPrefetch || smallGrid;
   }
   if (spec.prologue.empty() && spec.epilogue.empty())

@@ -63,11 +63,11 @@ struct SpirvTarget {
   /// quantized activations). `dot=0` or SINTER_PRECISE=1 keeps x in f32.
   bool qmatmulIntDot = true;
   /// int8 x: load each lane's first batch of W before quantizing x. `prefetch=1` for every
-  /// product; by default (qmatmulPrefetchSmallGrids) only for a grid of at most half the compute
-  /// units: it helps those and costs the occupancy that fuller grids need.
+  /// product; by default (qmatmulPrefetchSmallGrids) only for a grid of at most one workgroup a
+  /// compute unit: it helps those and costs the occupancy that fuller grids need.
   bool qmatmulPrefetch = false;
   /// int8 x: prefetch where the product's grid (KernelSpec::rowsHint rows) has at most
-  /// computeUnits / 2 workgroups. `prefetch=0` turns it off.
+  /// computeUnits workgroups. `prefetch=0` turns it off.
   bool qmatmulPrefetchSmallGrids = true;
   /// The device's compute units (NVIDIA's SM count); 0 when unknown (no grid-size choices).
   uint32_t computeUnits = 0;

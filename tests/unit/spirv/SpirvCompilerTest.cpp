@@ -200,8 +200,8 @@ SpirvTarget int8Target(uint32_t units, int force) {
   return t;
 }
 
-// int8 x: by default a product whose grid takes at most half the device's compute units loads
-// its first batch of W before quantizing x (the kernel `prefetch=1` builds); a larger grid, or an
+// int8 x: by default a product whose grid takes at most one workgroup a compute unit loads its
+// first batch of W before quantizing x (the kernel `prefetch=1` builds); a larger grid, or an
 // unknown row count or unit count, does not (the kernel `prefetch=0` builds).
 TEST(SpirvCompilerTest, PrefetchIsChosenForSmallGrids) {
   auto build = [](uint32_t rowsHint, uint32_t units, int force) {
@@ -217,10 +217,11 @@ TEST(SpirvCompilerTest, PrefetchIsChosenForSmallGrids) {
   ASSERT_NE(early, late);
   // 16 subgroups of 1 row a workgroup: 1024 rows are 64 workgroups, 2048 rows 128.
   EXPECT_EQ(build(1024, 132, -1), early) << "64 workgroups on 132 units";
-  EXPECT_EQ(build(1024, 128, -1), early);
-  EXPECT_EQ(build(1024, 127, -1), late) << "more than half the units";
-  EXPECT_EQ(build(2048, 132, -1), late) << "128 workgroups on 132 units";
-  EXPECT_EQ(build(2048, 256, -1), early);
+  EXPECT_EQ(build(1024, 64, -1), early);
+  EXPECT_EQ(build(1024, 63, -1), late) << "more workgroups than units";
+  EXPECT_EQ(build(2048, 132, -1), early) << "128 workgroups on 132 units";
+  EXPECT_EQ(build(2049, 128, -1), late) << "129 workgroups on 128 units";
+  EXPECT_EQ(build(4096, 132, -1), late) << "256 workgroups on 132 units";
   EXPECT_EQ(build(11008, 132, -1), late);
   EXPECT_EQ(build(0, 132, -1), late) << "rows unknown";
   EXPECT_EQ(build(1024, 0, -1), late) << "units unknown";
@@ -229,7 +230,7 @@ TEST(SpirvCompilerTest, PrefetchIsChosenForSmallGrids) {
 }
 
 // Stacked products choose the prefetch for their whole grid: three 1024-row products are 192
-// workgroups, more than half of 132 units, although the first alone (64) is not.
+// workgroups, more than 132 units, although the first alone (64) is not.
 TEST(SpirvCompilerTest, StackedProductsChoosePrefetchForTheWholeGrid) {
   auto build = [](uint32_t units, int force, int products) {
     SpirvTarget t = int8Target(units, force);
@@ -253,9 +254,9 @@ TEST(SpirvCompilerTest, StackedProductsChoosePrefetchForTheWholeGrid) {
   const std::vector<uint32_t> early = build(132, 1, 3), late = build(132, 0, 3);
   ASSERT_NE(early, late);
   EXPECT_EQ(build(132, -1, 3), late) << "192 workgroups on 132 units";
-  EXPECT_EQ(build(384, -1, 3), early) << "192 workgroups on 384 units";
-  EXPECT_EQ(build(132, -1, 2), build(132, 0, 2)) << "128 workgroups on 132 units";
-  EXPECT_EQ(build(256, -1, 2), build(256, 1, 2)) << "128 workgroups on 256 units";
+  EXPECT_EQ(build(192, -1, 3), early) << "192 workgroups on 192 units";
+  EXPECT_EQ(build(127, -1, 2), build(127, 0, 2)) << "128 workgroups on 127 units";
+  EXPECT_EQ(build(132, -1, 2), build(132, 1, 2)) << "128 workgroups on 132 units";
 }
 
 TEST(SpirvCompilerTest, InjectedFailureIsAnError) {

@@ -105,8 +105,6 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps, bool paramsInBuf
       target.qmatmulDotUnroll = v;
     else if (kv.first == "words")
       target.qmatmulLaneWords = v;
-    else if (kv.first == "rowsg")
-      target.qmatmulRowSubgroups = v;
     else if (kv.first == "groups")
       target.qmatmulGroups = v;
     else if (kv.first == "wgrows")

@@ -426,11 +426,7 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
     return e.mul(e.add(e.mul(tile, clustersPerGroup), cluster), e.ci(outRows));
   };
   Value firstRow = firstRowOf(group);
-  // A row on several subgroups (KernelPlan::lanesPerRow past the subgroup size, `rowsg=K`):
-  // lane l of the cluster is invocation l of its K consecutive subgroups.
-  const uint32_t subgroupLanes = lanes;
-  Value lane = rowLanes > subgroupLanes ? e.remu(e.threadId(), e.ci(rowLanes))
-                                        : e.remu(e.laneId(), e.ci(rowLanes));
+  Value lane = e.remu(e.laneId(), e.ci(rowLanes));
   lanes = rowLanes;
   // No branch around the reductions: rows past the end read the last row again and store
   // nothing, so every lane of a subgroup reaches every shuffle.
@@ -531,40 +527,10 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
     // holds the lane's part).
     auto finish = [&](llvm::SmallVector<Value> accs, Value squares, Value tileFirst) {
       llvm::SmallVector<Value> totals;
-      const uint32_t reduced = std::min(lanes, subgroupLanes);
       for (int64_t r = 0; r < rows; ++r)
-        totals.push_back(e.clusterSum(accs[r], reduced));
-      const bool lanesSquares = norm && !squares; // each lane's part (else the workgroup's sum)
-      if (lanesSquares)
-        squares = e.clusterSum(accs[rows], reduced);
-      if (lanes > subgroupLanes) {
-        // The K subgroups of a row: each one's lane 0 writes its sums, one barrier, and every
-        // invocation adds its cluster's K (only the cluster's first invocation stores).
-        const int64_t k = lanes / subgroupLanes;
-        const int64_t subgroups = e.plan.workgroupSize / subgroupLanes;
-        llvm::SmallVector<Value *, 5> values;
-        for (Value &t : totals)
-          values.push_back(&t);
-        if (lanesSquares)
-          values.push_back(&squares);
-        Value parts = workgroupArray(e, e.f32(), int64_t(values.size()) * subgroups);
-        Value sg = e.subgroupId();
-        e.ifThen(e.ult(e.laneId(), e.ci(1)), [&] {
-          for (size_t v = 0; v < values.size(); ++v)
-            e.store(*values[v], parts, e.add(e.ci(int64_t(v) * subgroups), sg));
-        });
-        e.barrier();
-        Value first = e.mul(e.divu(sg, e.ci(k)), e.ci(k));
-        for (size_t v = 0; v < values.size(); ++v) {
-          Value base = e.add(e.ci(int64_t(v) * subgroups), first);
-          Value sum = e.load(parts, base);
-          for (int64_t j = 1; j < k; ++j)
-            sum = e.fadd(sum, e.load(parts, e.add(base, e.ci(j))));
-          *values[v] = sum;
-        }
-        if (e.plan.maxGroups) // the next tile writes the array again
-          e.barrier();
-      }
+        totals.push_back(e.clusterSum(accs[r], lanes));
+      if (norm && !squares)
+        squares = e.clusterSum(accs[rows], lanes);
       complete(totals, squares, tileFirst, [&](int64_t) { return e.ult(lane, e.ci(1)); });
     };
     if (e.plan.workgroupRows) {

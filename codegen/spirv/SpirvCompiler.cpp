@@ -134,14 +134,6 @@ KernelPlan planKernel(const OpShape &op, const SpirvTarget &target) {
       while (plan.lanesPerRow > least && plan.lanesPerRow / 2 >= steps)
         plan.lanesPerRow /= 2;
     }
-    // int8 x: K subgroups on each row (`rowsg=K`, 2, 4 or 8; off by default), each taking every
-    // K-th step of the row's blocks, their sums met in workgroup memory: K times as many
-    // subgroups on a matrix of few rows (a 4096-row product has 4096 subgroups, 31 an H100 SM).
-    const uint32_t rowSubgroups = target.qmatmulRowSubgroups;
-    if (plan.intDotX && plan.lanesPerRow == lanes &&
-        (rowSubgroups == 2 || rowSubgroups == 4 || rowSubgroups == 8) &&
-        (plan.workgroupSize / lanes) % rowSubgroups == 0)
-      plan.lanesPerRow = lanes * rowSubgroups;
     if (plan.intDotX) {
       // int8 x: a lane's blocks in as few iterations of at most U (dotunroll=N, default 16)
       // blocks each, spread evenly (a 4096-column Q4_0 row on 32 lanes: 16 blocks a lane, one
@@ -168,7 +160,8 @@ KernelPlan planKernel(const OpShape &op, const SpirvTarget &target) {
       plan.intDotUnroll =
           static_cast<uint32_t>(std::max<int64_t>(1, (trip + iterations - 1) / iterations));
     }
-    plan.unitsPerGroup = plan.workgroupSize / plan.lanesPerRow * plan.rowsPerSubgroup;
+    plan.unitsPerGroup =
+        plan.workgroupSize / lanes * (lanes / plan.lanesPerRow) * plan.rowsPerSubgroup;
     const uint32_t wgRows = target.qmatmulWorkgroupRows;
     if (plan.splitWords > 0 && op.isStatic(1) && wgRows >= 1 && wgRows <= 16 &&
         lanes % plan.splitWords == 0) {
@@ -341,8 +334,8 @@ KernelPlan planSpec(const KernelSpec &spec, const SpirvTarget &target) {
     // A cluster's two accumulators are one row of the anchor and of the sibling: a workgroup
     // covers half as many output rows (the split schedule only; emitSpec refuses the others).
     plan.rowsPerSubgroup = 2;
-    plan.unitsPerGroup =
-        plan.workgroupSize / std::max<uint32_t>(plan.lanesPerRow ? plan.lanesPerRow : 1, 1);
+    plan.unitsPerGroup = plan.workgroupSize / target.subgroupSize *
+                         (target.subgroupSize / std::max<uint32_t>(plan.lanesPerRow, 1));
   }
   if (plan.intDotX && !plan.workgroupRows) {
     // A lane's first batch of W loaded before x is quantized. On the H200 alone it took

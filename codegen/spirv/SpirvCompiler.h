@@ -69,9 +69,6 @@ struct SpirvTarget {
   /// int8 x: prefetch where the product's grid (KernelSpec::rowsHint rows) has at most
   /// computeUnits workgroups. `prefetch=0` turns it off.
   bool qmatmulPrefetchSmallGrids = true;
-  /// int8 x: subgroups that share one row (`rowsg=K`: 2, 4 or 8; 0 or 1: one subgroup a row,
-  /// the default), their partial sums added through workgroup memory.
-  uint32_t qmatmulRowSubgroups = 0;
   /// The device's compute units (NVIDIA's SM count); 0 when unknown (no grid-size choices).
   uint32_t computeUnits = 0;
   /// int8-x quantized_matmul: at most this many workgroups (`groups=N`, 4..65535; 0: one

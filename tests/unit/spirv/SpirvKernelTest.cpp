@@ -65,7 +65,6 @@ protected:
     t.qmatmulGroups = groups_;
     t.qmatmulWorkgroupRows = workgroupRows_;
     t.qmatmulLaneWords = laneWords_;
-    t.qmatmulRowSubgroups = rowSubgroups_;
     t.paramsInBuffer = paramsInBuffer_;
     return t;
   }
@@ -107,8 +106,8 @@ protected:
         (t.qmatmulIntDot ? "/dot" : "") + (t.qmatmulPrefetch ? "" : "/late") + "/" +
         std::to_string(t.qmatmulUnroll) + "/" + std::to_string(t.qmatmulDotUnroll) + "/g" +
         std::to_string(t.qmatmulGroups) + "/w" + std::to_string(t.qmatmulWorkgroupRows) + "/lw" +
-        std::to_string(t.qmatmulLaneWords) + (t.qmatmulBlockWindow ? "" : "/nowindow") + "/rsg" +
-        std::to_string(t.qmatmulRowSubgroups) + (t.paramsInBuffer ? "/params" : "");
+        std::to_string(t.qmatmulLaneWords) + (t.qmatmulBlockWindow ? "" : "/nowindow") +
+        (t.paramsInBuffer ? "/params" : "");
     auto cached = kernels_->find(key);
     if (cached == kernels_->end()) {
       absl::StatusOr<SpirvKernel> built = codegen::buildSpirvKernel(spec, t);
@@ -362,7 +361,6 @@ protected:
   uint32_t workgroupRows_ = 0;
   /// target()'s SpirvTarget::qmatmulLaneWords (0: the built-in choice).
   uint32_t laneWords_ = 0;
-  uint32_t rowSubgroups_ = 0;
   /// target()'s SpirvTarget::paramsInBuffer.
   bool paramsInBuffer_ = false;
   /// checkFused builds the members as stacked products (KernelSpec::stackedProducts, every
@@ -618,63 +616,6 @@ TEST_F(SpirvKernelTest, QuantizedMatmulLaneWords) {
                     str(nCols),
                 0, rows, &t, kQuantizedActivationTolerance);
         }
-}
-
-TEST_F(SpirvKernelTest, QuantizedMatmulRowsOnSeveralSubgroups) {
-  if (!runner_->intDot())
-    GTEST_SKIP() << runner_->deviceName() << " has no integer dot products (rowsg is int8 x)";
-  // rowsg=K: K subgroups on each row, their sums met in workgroup memory. Row counts that leave
-  // the last workgroup partial, and under 64 (the f32 path of the same kernel, whose norm sums
-  // its squares per lane); alone, under the norm, with the residual add, gate and up together,
-  // rope and cache tails, stacked Q, K and V, and a capped grid.
-  for (uint32_t k : {2u, 4u}) {
-    rowSubgroups_ = k;
-    const std::string how = " rowsg=" + str(k);
-    for (uint32_t rows : {40u, 100u, 1000u}) {
-      OpCall op = ops::quantizedMatmul(slot(0), slot(1), slot(2), rows, 1024, DType::Q4_0);
-      absl::StatusOr<SpirvKernel> built =
-          codegen::buildSpirvKernel(codegen::singleOpSpec(op, 0), target());
-      ASSERT_TRUE(built.ok()) << built.status();
-      EXPECT_EQ(built->unitsPerGroup, built->localSize[0] / target().subgroupSize / k) << how;
-      check(op, "Q4_0 " + str(rows) + "x1024" + how, 0, rows, nullptr,
-            rows < 64 ? kF32Tolerance : kQuantizedActivationTolerance);
-      check(ops::quantizedMatmul(slot(0), slot(1), slot(2), rows, 11008, DType::Q8_0),
-            "Q8_0 " + str(rows) + "x11008" + how, 0, rows, nullptr,
-            rows < 64 ? kF32Tolerance : kQuantizedActivationTolerance);
-      checkFused({ops::rmsNorm(slot(0), slot(1), slot(2), 512, 1e-5f),
-                  ops::quantizedMatmul(slot(3), slot(2), slot(4), rows, 512, DType::Q4_0),
-                  ops::add(slot(4), slot(5), slot(6), rows)},
-                 1, {2, 4, 6}, "rms_norm -> Q4_0 " + str(rows) + "x512 -> add" + how);
-      checkFused({ops::rmsNorm(slot(0), slot(1), slot(2), 512, 1e-5f),
-                  ops::quantizedMatmul(slot(3), slot(2), slot(4), rows, 512, DType::Q4_0),
-                  ops::quantizedMatmul(slot(5), slot(2), slot(6), rows, 512, DType::Q4_0),
-                  ops::silu(slot(4), slot(7), rows),
-                  ops::elementMul(slot(7), slot(6), slot(8), rows)},
-                 1, {2, 4, 6, 7, 8}, "rms_norm -> gate and up " + str(rows) + "x512" + how);
-    }
-    const uint32_t heads = 4, dim = 64, cols = 256, pos = 37, rows = heads * dim, kvRows = 2 * dim;
-    checkFused({ops::rmsNorm(slot(0), slot(1), slot(2), cols, 1e-5f),
-                ops::quantizedMatmul(slot(3), slot(2), slot(4), rows, cols, DType::Q4_0),
-                ops::rope(slot(4), slot(4), pos, dim, 10000.0f, heads, 0),
-                ops::copyBufferOffset(slot(4), slot(5), 0, 4 * rows * 3, 4 * rows)},
-               1, {2, 4}, "rms_norm -> Q4_0 -> rope -> cache" + how, {0, 0, 0b1, 0b10});
-    stacked_ = true;
-    checkFused({ops::rmsNorm(slot(0), slot(1), slot(2), cols, 1e-5f),
-                ops::quantizedMatmul(slot(3), slot(2), slot(4), rows, cols, DType::Q4_0),
-                ops::rope(slot(4), slot(4), pos, dim, 10000.0f, heads, 0),
-                ops::quantizedMatmul(slot(5), slot(2), slot(6), kvRows, cols, DType::Q4_0),
-                ops::rope(slot(6), slot(6), pos, dim, 10000.0f, 2, 0),
-                ops::copyBufferOffset(slot(6), slot(7), 0, 4 * kvRows * 3, 4 * kvRows),
-                ops::quantizedMatmul(slot(8), slot(2), slot(9), kvRows, cols, DType::Q4_0),
-                ops::copyBufferOffset(slot(9), slot(10), 0, 4 * kvRows * 5, 4 * kvRows)},
-               1, {2, 4, 6, 9}, "stacked Q, K and V" + how);
-    stacked_ = false;
-    groups_ = 5;
-    check(ops::quantizedMatmul(slot(0), slot(1), slot(2), 1000, 1024, DType::Q4_0),
-          "groups=5 Q4_0 1000x1024" + how, 0, 1000, nullptr, kQuantizedActivationTolerance);
-    groups_ = 0;
-  }
-  rowSubgroups_ = 0;
 }
 
 TEST_F(SpirvKernelTest, QuantizedMatmulCappedGrid) {

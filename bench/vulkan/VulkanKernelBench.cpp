@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -252,16 +253,23 @@ std::vector<uint8_t> randomQ4_0(int64_t rows, int64_t cols, uint64_t &state) {
   return bytes;
 }
 
+// A `vulkan` backend with device timestamps (device time per launch, apart from the host's) and
+// its stats sink in `vulkan`; `fusion` as the benchmark needs.
+absl::StatusOr<std::unique_ptr<ComputeBackend>> timedBackend(bool fusion,
+                                                             VulkanBackendOptions &vulkan) {
+  BackendOptions options;
+  options.kind = "vulkan";
+  options.fusion = fusion;
+  vulkan.deviceOptions.timestamps = true;
+  vulkan.stats = std::make_shared<runtime::vulkan::VulkanStatsSink>();
+  return createVulkanBackend(options, vulkan);
+}
+
 void BM_VulkanQMatmul(benchmark::State &state) {
   const int64_t rows = state.range(0), cols = state.range(1);
   const int outputs = static_cast<int>(std::max<int64_t>(1, state.range(2)));
-  BackendOptions options;
-  options.kind = "vulkan";
-  options.fusion = false;
   VulkanBackendOptions vulkan;
-  vulkan.deviceOptions.timestamps = true; // device time per launch, apart from the host's
-  vulkan.stats = std::make_shared<runtime::vulkan::VulkanStatsSink>();
-  auto backend = createVulkanBackend(options, vulkan);
+  auto backend = timedBackend(/*fusion=*/false, vulkan);
   if (!backend.ok()) {
     state.SkipWithError(std::string(backend.status().message()).c_str());
     return;
@@ -358,13 +366,8 @@ void BM_VulkanAttention(benchmark::State &state) {
   const uint32_t dim = uint32_t(state.range(2)), seq = uint32_t(state.range(3));
   const uint32_t kvDim = kvHeads * dim, group = heads / kvHeads;
   constexpr int kLayers = 16;
-  BackendOptions options;
-  options.kind = "vulkan";
-  options.fusion = true;
   VulkanBackendOptions vulkan;
-  vulkan.deviceOptions.timestamps = true;
-  vulkan.stats = std::make_shared<runtime::vulkan::VulkanStatsSink>();
-  auto backend = createVulkanBackend(options, vulkan);
+  auto backend = timedBackend(/*fusion=*/true, vulkan); // attention over heads is a fusion
   if (!backend.ok()) {
     state.SkipWithError(std::string(backend.status().message()).c_str());
     return;

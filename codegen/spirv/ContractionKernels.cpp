@@ -247,6 +247,13 @@ absl::Status emitAttentionKernel(Emitter &e, const OpShape &score, const KernelS
     }
     return r;
   };
+  // Σ_j as[j] · weights[j], the products independent.
+  auto weighted = [&](llvm::ArrayRef<Value> as, llvm::ArrayRef<Value> weights) {
+    Value o = e.cf(0.0);
+    for (size_t j = 0; j < as.size(); ++j)
+      o = e.fma(as[j], weights[j], o);
+    return o;
+  };
   llvm::SmallVector<Value> sgMax, sgSum;
   for (int64_t j = 0; j < subgroups; ++j) {
     sgMax.push_back(e.load(maxes, e.ci(j)));
@@ -272,10 +279,7 @@ absl::Status emitAttentionKernel(Emitter &e, const OpShape &score, const KernelS
     llvm::SmallVector<Value> as;
     for (int64_t j = 0; j < subgroups; ++j)
       as.push_back(e.load(accs, e.add(e.ci(j * dim), d)));
-    Value o = e.cf(0.0);
-    for (int64_t j = 0; j < subgroups; ++j)
-      o = e.fma(as[j], wg.weights[j], o);
-    return o;
+    return weighted(as, wg.weights);
   };
   if (splits == 1) {
     Value inverse = inverseOf(total);
@@ -294,10 +298,10 @@ absl::Status emitAttentionKernel(Emitter &e, const OpShape &score, const KernelS
     return b.create<arith::BitcastOp>(e.loc, e.f32(), i).getResult();
   };
   const int64_t stateWords = dim + 2;
-  auto stateBase = [&](int64_t s) {
-    return e.add(heads, e.mul(e.add(e.mul(head, e.ci(splits)), e.ci(s)), e.ci(stateWords)));
+  auto stateBase = [&](Value s) {
+    return e.add(heads, e.mul(e.add(e.mul(head, e.ci(splits)), s), e.ci(stateWords)));
   };
-  Value mine = e.add(heads, e.mul(e.add(e.mul(head, e.ci(splits)), share), e.ci(stateWords)));
+  Value mine = stateBase(share);
   e.ifThen(e.ult(tid, e.ci(1)), [&] {
     e.store(bits(maxAll), scratch, mine);
     e.store(bits(total), scratch, e.add(mine, e.ci(1)));
@@ -330,7 +334,7 @@ absl::Status emitAttentionKernel(Emitter &e, const OpShape &score, const KernelS
     llvm::SmallVector<Value> shareMax, shareSum, firstOut;
     Value d0 = e.minu(tid, e.ci(dim - 1));
     for (int64_t s = 0; s < splits; ++s) {
-      Value base = stateBase(s);
+      Value base = stateBase(e.ci(s));
       shareMax.push_back(fromBits(e.load(scratch, base)));
       shareSum.push_back(fromBits(e.load(scratch, e.add(base, e.ci(1)))));
       firstOut.push_back(fromBits(e.load(scratch, e.add(base, e.add(d0, e.ci(2))))));
@@ -338,10 +342,7 @@ absl::Status emitAttentionKernel(Emitter &e, const OpShape &score, const KernelS
     Merged all = merge(shareMax, shareSum);
     Value inverse = inverseOf(all.total);
     auto outputOf = [&](llvm::ArrayRef<Value> as) {
-      Value o = e.cf(0.0);
-      for (int64_t s = 0; s < splits; ++s)
-        o = e.fma(as[s], all.weights[s], o);
-      return e.fmul(o, inverse);
+      return e.fmul(weighted(as, all.weights), inverse);
     };
     e.ifThen(e.ult(tid, e.ci(dim)), [&] { e.store(outputOf(firstOut), out, e.add(oBase, d0)); });
     // Elements past the workgroup's width (head_dim > invocations): a loop, loads per share.
@@ -349,7 +350,7 @@ absl::Status emitAttentionKernel(Emitter &e, const OpShape &score, const KernelS
       e.forLoop(e.add(tid, threads), e.ci(dim), threads, [&](Value d) {
         llvm::SmallVector<Value> as;
         for (int64_t s = 0; s < splits; ++s)
-          as.push_back(fromBits(e.load(scratch, e.add(stateBase(s), e.add(d, e.ci(2))))));
+          as.push_back(fromBits(e.load(scratch, e.add(stateBase(e.ci(s)), e.add(d, e.ci(2))))));
         e.store(outputOf(as), out, e.add(oBase, d));
       });
     normalizeScores(all.max, inverse);

@@ -7,12 +7,13 @@
 // ceiling the generated kernels are compared with: the time of a 1 GiB pass minus that of a 128
 // MiB pass (one submit-and-wait each, so the submission's cost cancels), in bytes read per second.
 //
-// BM_VulkanQMatmul/ROWS/COLS/OUTS: Q4_0 quantized_matmul of ROWS x COLS, 32 launches per
-// synchronize, each reading another of enough weight buffers to be well past the L2 cache; OUTS 1:
-// all write the same output (so each waits for the one before, as in a decode), OUTS 3: launch i
-// writes output i % 3 (no barrier inside a group of three, like Q, K and V); per launch: device
-// microseconds (timestamps: the flush's first start to last end over its launches) and weight bytes
-// per device second, beside the wall time and the host's recording time per launch.
+// BM_VulkanQMatmul/ROWS/COLS/OUTS/HOT: Q4_0 quantized_matmul of ROWS x COLS, 32 launches per
+// synchronize, each reading another of enough weight buffers to be well past the L2 cache (HOT 1:
+// all reading one buffer, so from the L2 cache where it fits: what a prefetched product takes);
+// OUTS 1: all write the same output (so each waits for the one before, as in a decode), OUTS 3:
+// launch i writes output i % 3 (no barrier inside a group of three, like Q, K and V); per launch:
+// device microseconds (timestamps: the flush's first start to last end over its launches) and
+// weight bytes per device second, beside the wall time and the host's recording time per launch.
 // BM_VulkanAttention/HEADS/KVHEADS/DIM/SEQ: a decode layer's attention (below).
 // SINTER_VK_QMATMUL changes the schedule (docs/ENVIRONMENT.md), so `bench/vulkan/run-h200.sh
 // kernels` sweeps it.
@@ -268,6 +269,7 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> timedBackend(bool fusion,
 void BM_VulkanQMatmul(benchmark::State &state) {
   const int64_t rows = state.range(0), cols = state.range(1);
   const int outputs = static_cast<int>(std::max<int64_t>(1, state.range(2)));
+  const bool hot = state.range(3) != 0;
   VulkanBackendOptions vulkan;
   auto backend = timedBackend(/*fusion=*/false, vulkan);
   if (!backend.ok()) {
@@ -277,7 +279,8 @@ void BM_VulkanQMatmul(benchmark::State &state) {
   ComputeBackend &be = **backend;
   const uint64_t wBytes = uint64_t(rows) * cols / 32 * 18;
   // Enough weight buffers that a round of launches reads at least 256 MB (the H200's L2 is 60 MB).
-  const int buffers = static_cast<int>(std::max<uint64_t>(2, (256ull << 20) / wBytes + 1));
+  const int buffers =
+      hot ? 1 : static_cast<int>(std::max<uint64_t>(2, (256ull << 20) / wBytes + 1));
   uint64_t seed = 7;
   std::vector<BufferHandle> ws;
   for (int i = 0; i < std::min(buffers, 4); ++i) {
@@ -464,7 +467,15 @@ void registerAll() {
                                                                     {5632, 2048},
                                                                     {2048, 5632}})
     benchmark::RegisterBenchmark("BM_VulkanQMatmul", BM_VulkanQMatmul)
-        ->Args({rows, cols, 1})
+        ->Args({rows, cols, 1, 0})
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime()
+        ->MinTime(0.3);
+  // The same weights every launch: from the L2 cache (a bound on what prefetching them gains).
+  for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{
+           {4096, 4096}, {11008, 4096}, {4096, 11008}, {2048, 2048}, {5632, 2048}, {2048, 5632}})
+    benchmark::RegisterBenchmark("BM_VulkanQMatmul", BM_VulkanQMatmul)
+        ->Args({rows, cols, 1, 1})
         ->Unit(benchmark::kMicrosecond)
         ->UseRealTime()
         ->MinTime(0.3);
@@ -481,7 +492,7 @@ void registerAll() {
   // apart), a barrier every third; against /1 it shows whether the device overlaps them.
   for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{4096, 4096}, {2048, 2048}})
     benchmark::RegisterBenchmark("BM_VulkanQMatmul", BM_VulkanQMatmul)
-        ->Args({rows, cols, 3})
+        ->Args({rows, cols, 3, 0})
         ->Unit(benchmark::kMicrosecond)
         ->UseRealTime()
         ->MinTime(0.3);

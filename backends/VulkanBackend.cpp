@@ -2,7 +2,6 @@
 // into the `vulkan` kind, and adapts the SPIR-V code generator's kernels to the runtime's.
 #include "backends/VulkanBackend.h"
 
-#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -172,32 +171,6 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> createVulkanBackend(const Backen
   compilerOptions.replay = vulkan.replay && !replayDisabledByEnv();
   compilerOptions.siblingProducts = !turnedOffByEnv("pairs");
   compilerOptions.stackedProducts = !turnedOffByEnv("stack");
-#ifdef SINTER_HAVE_SPIRV_CODEGEN
-  // SINTER_VK_QMATMUL's `l2pf=MiB` (L2 prefetch of the weights before each barrier, off by
-  // default until measured) and `l2pfgroups=N` (its workgroups; default one per SM).
-  for (const auto &[key, value] : qmatmulOverrides()) {
-    uint32_t v = 0;
-    if (!absl::SimpleAtoi(value, &v))
-      continue;
-    if (key == "l2pf")
-      compilerOptions.l2PrefetchBytes = uint64_t(v) << 20;
-    else if (key == "l2pfgroups")
-      compilerOptions.l2PrefetchGroups = v;
-  }
-  if (compilerOptions.l2PrefetchBytes > 0) {
-    constexpr uint32_t kWorkgroup = 256, kUnroll = 4;
-    SINTER_ASSIGN_OR_RETURN(std::vector<uint32_t> words,
-                            codegen::l2PrefetchSpirv(kWorkgroup, kUnroll));
-    runtime::vulkan::KernelBinary &k = compilerOptions.l2PrefetchKernel;
-    k.spirv = std::move(words);
-    k.name = "l2_prefetch";
-    k.numBuffers = 2;
-    k.pushConstantBytes = 8;
-    k.localSize = {kWorkgroup, 1, 1};
-    if (compilerOptions.l2PrefetchGroups == 0)
-      compilerOptions.l2PrefetchGroups = std::max(device->caps().smCount, 1u);
-  }
-#endif
   const char *stats = std::getenv("SINTER_STATS");
   compilerOptions.printKernelTimes = stats && *stats && std::strcmp(stats, "0") != 0;
   VulkanKernelBuilder builder = vulkan.builder

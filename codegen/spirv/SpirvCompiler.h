@@ -213,12 +213,6 @@ absl::Status validateSpirv(const std::vector<uint32_t> &words);
 /// messages). For hand-written kernels: the bandwidth probes of bench/vulkan.
 absl::StatusOr<std::vector<uint32_t>> assembleSpirv(const std::string &text);
 
-/// The L2 prefetch kernel (PrefetchKernel.cpp): workgroups of `workgroup` invocations read one
-/// u32 of each of a buffer's first n 32-byte sectors, `unroll` loads in flight a lane, and keep
-/// nothing. Bindings: 0 the buffer, 1 a sink of one u32 (never written while push-constant word 1
-/// is zero); push-constant word 0: n (at least 1). Any grid works (a grid-stride loop).
-absl::StatusOr<std::vector<uint32_t>> l2PrefetchSpirv(uint32_t workgroup, uint32_t unroll);
-
 /// spirv-dis's text of `words` (InvalidArgument when they do not disassemble).
 absl::StatusOr<std::string> disassembleSpirv(const std::vector<uint32_t> &words);
 

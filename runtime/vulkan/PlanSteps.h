@@ -41,17 +41,6 @@ struct Step {
   /// Dispatch: the grid depends on a plan parameter (VulkanKernel::gridInts), so it is
   /// dispatched indirectly from the parameter buffer.
   bool indirect = false;
-  /// The weight slots (quantized_matmul operand 0) the L2 prefetch reads before the barrier
-  /// this step waits at: those of the steps from this one to the next barrier, in order; none
-  /// when prefetch is off.
-  std::vector<uint32_t> prefetchSlots;
-};
-
-/// The L2 prefetch of a plan (VulkanCompilerOptions::l2PrefetchBytes): off when no pipeline.
-struct PrefetchSetup {
-  const Pipeline *pipeline = nullptr;
-  uint32_t groups = 0;
-  uint64_t bytes = 0; ///< at most this many bytes a step (its weights in order)
 };
 
 /// The slots an entry reads and writes (from opAccesses).
@@ -62,7 +51,7 @@ std::unique_ptr<Plan> makeVulkanPlan(std::shared_ptr<VulkanDevice> device,
                                      std::shared_ptr<VulkanCompiler::Shared> shared,
                                      std::vector<Step> steps, size_t launches, size_t numSlots,
                                      std::string description, bool printTimes, bool checkValidation,
-                                     bool replay, PrefetchSetup prefetch = {});
+                                     bool replay);
 
 } // namespace sinter::runtime::vulkan
 

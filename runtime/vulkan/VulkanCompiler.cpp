@@ -8,7 +8,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/FaultInjection.h"
-#include "runtime/vulkan/HazardTracker.h"
 #include "runtime/vulkan/LaunchGroups.h"
 #include "runtime/vulkan/PlanSteps.h"
 #include "runtime/vulkan/VulkanPlan.h"
@@ -258,55 +257,13 @@ absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const Kerne
       steps.push_back(std::move(s));
     }
   }
-  PrefetchSetup prefetch;
-  if (options_.l2PrefetchBytes > 0 && !options_.l2PrefetchKernel.spirv.empty()) {
-    if (!prefetchPipeline_) {
-      absl::StatusOr<const Pipeline *> p = device_->pipelines().get(options_.l2PrefetchKernel);
-      if (!p.ok())
-        return absl::Status(p.status().code(),
-                            absl::StrCat("vulkan: the L2 prefetch kernel: ", p.status().message()));
-      prefetchPipeline_ = *p;
-    }
-    prefetch = {prefetchPipeline_, std::max(options_.l2PrefetchGroups, 1u),
-                options_.l2PrefetchBytes};
-    // The weights of each dispatch, where no step of the plan writes them (a prefetch reading
-    // what a kernel beside it writes would race).
-    std::vector<bool> written(numSlots, false);
-    for (const Step &s : steps)
-      for (int i = 0; i < s.access.count; ++i)
-        if (s.access.writes(i))
-          written[s.access.slots[i]] = true;
-    // The barriers the run will place (VulkanPlan.cpp's loop): the weights of every step
-    // between two barriers go to the first step's list (it is recorded after the barrier).
-    HazardTracker hazards(numSlots);
-    size_t stage = steps.size(); // none before the first barrier
-    for (size_t i = 0; i < steps.size(); ++i) {
-      Step &s = steps[i];
-      if (hazards.needsBarrier(s.access)) {
-        hazards.clear();
-        stage = i;
-      }
-      hazards.mark(s.access);
-      if (stage == steps.size() || s.kind != Step::Kind::Dispatch || s.heads)
-        continue;
-      std::vector<uint32_t> &list = steps[stage].prefetchSlots;
-      for (const KernelMember &m : s.members) {
-        if (m.entry.op.kind != OpKind::QuantizedMatmul)
-          continue;
-        uint32_t slot = Trace::slotOf(m.entry.op.buffers[0]);
-        if (slot < numSlots && !written[slot] &&
-            std::find(list.begin(), list.end(), slot) == list.end())
-          list.push_back(slot);
-      }
-    }
-  }
   {
     absl::MutexLock lock(&shared_->mu);
     ++shared_->stats.plans;
   }
   return makeVulkanPlan(device_, shared_, std::move(steps), program.numLaunches(), numSlots,
                         std::move(description), options_.printKernelTimes,
-                        options_.failOnValidationMessages, options_.replay, prefetch);
+                        options_.failOnValidationMessages, options_.replay);
 }
 
 VulkanCompilerStats VulkanCompiler::stats() const { return shared_->get(); }

@@ -132,12 +132,11 @@ public:
   VulkanPlanImpl(std::shared_ptr<VulkanDevice> device,
                  std::shared_ptr<VulkanCompiler::Shared> shared, std::vector<Step> steps,
                  size_t launches, size_t numSlots, std::string description, bool printTimes,
-                 bool checkValidation, bool replay, PrefetchSetup prefetch)
+                 bool checkValidation, bool replay)
       : device_(std::move(device)), shared_(std::move(shared)), steps_(std::move(steps)),
         launches_(launches), numSlots_(numSlots), description_(std::move(description)),
         timed_(device_->timestampsEnabled()), printTimes_(printTimes && timed_),
-        checkValidation_(checkValidation && device_->validationEnabled()), replay_(replay),
-        prefetch_(prefetch) {
+        checkValidation_(checkValidation && device_->validationEnabled()), replay_(replay) {
     // A parameter region per dispatch the plan can make (an attention step that falls back
     // makes one per head), each as large as the largest kernel's words and an indirect grid.
     uint64_t regions = 0, words = 0;
@@ -163,7 +162,6 @@ public:
     device_->freeBuffer(scratch_);
     device_->freeBuffer(attentionScratch_);
     device_->freeBuffer(params_);
-    device_->freeBuffer(prefetchSink_);
     for (const BufferRef &r : retired_)
       device_->freeBuffer(r);
   }
@@ -195,11 +193,6 @@ private:
   absl::Status resolveDispatch(const VulkanCompiler::Built &built, absl::Span<const OpCall> ops,
                                size_t anchor, const std::array<uint32_t, 6> *attentionWords,
                                const PlanArgs &args, int64_t query, bool indirect = false);
-  /// The L2 prefetch of `s`'s weights (prefetch_), recorded before the barrier `s` waits at.
-  absl::Status resolvePrefetch(const Step &s, const PlanArgs &args);
-  /// The descriptor set of the next dispatch resolved: the one it had last run when `refs` are
-  /// the same buffers, else one from the cache.
-  absl::StatusOr<VkDescriptorSet> setFor(const Pipeline &p, absl::Span<const BufferRef> refs);
   void barrier() {
     commands_.push_back(barrierCommand(
         kWorkStages, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, kWorkStages,
@@ -223,9 +216,6 @@ private:
   bool printTimes_;
   bool checkValidation_;
   bool replay_;
-  PrefetchSetup prefetch_;
-  /// The prefetch kernel's sink (never written: its condition is false).
-  BufferRef prefetchSink_;
   size_t dispatches_ = 0;
   VkQueryPool queries_ = VK_NULL_HANDLE;
   /// Overlapping same-buffer copies go through this (grown as needed, kept for the next run).
@@ -269,7 +259,7 @@ private:
   uint64_t replayGeneration_ = 0;
   // Counters of the run in progress.
   uint64_t barriers_ = 0, submissions_ = 0, copies_ = 0, uploads_ = 0, dispatched_ = 0;
-  uint64_t fusedDispatched_ = 0, recordings_ = 0, replays_ = 0, prefetches_ = 0;
+  uint64_t fusedDispatched_ = 0, recordings_ = 0, replays_ = 0;
   /// When the run began, and the host's time from then to its last submission.
   std::chrono::steady_clock::time_point recordStart_;
   double hostSeconds_ = 0;
@@ -535,7 +525,22 @@ absl::Status VulkanPlanImpl::resolveDispatch(const VulkanCompiler::Built &built,
       checkDispatch(device_->caps(), k.binary, bound, pushBytes, empty ? kOneGroup : groups));
   Command c;
   c.kind = Command::Kind::Dispatch;
-  SINTER_ASSIGN_OR_RETURN(c.set, setFor(p, bound));
+  // The set this dispatch bound last run, when its buffers are the same (no hashing then).
+  if (resolved_ >= lastSets_.size())
+    lastSets_.resize(resolved_ + 1);
+  LastSet &last = lastSets_[resolved_++];
+  const uint64_t generation = device_->descriptors().generation();
+  bool same =
+      last.pipeline == &p && last.generation == generation && last.refs.size() == refs.size();
+  for (size_t i = 0; same && i < refs.size(); ++i)
+    same = last.refs[i].buffer == refs[i].buffer && last.refs[i].offset == refs[i].offset &&
+           last.refs[i].size == refs[i].size;
+  if (same) {
+    c.set = last.set;
+  } else {
+    SINTER_ASSIGN_OR_RETURN(c.set, device_->descriptors().get(p, bound));
+    last = LastSet{&p, generation, refs, c.set};
+  }
   if (indirect) {
     c.indirect = true;
     c.src = params_.buffer;
@@ -551,57 +556,6 @@ absl::Status VulkanPlanImpl::resolveDispatch(const VulkanCompiler::Built &built,
   commands_.push_back(c);
   dispatched_ += !empty;
   fusedDispatched_ += !empty && ops.size() > 1;
-  return absl::OkStatus();
-}
-
-absl::StatusOr<VkDescriptorSet> VulkanPlanImpl::setFor(const Pipeline &p,
-                                                       absl::Span<const BufferRef> refs) {
-  // The set this dispatch bound last run, when its buffers are the same (no hashing then).
-  if (resolved_ >= lastSets_.size())
-    lastSets_.resize(resolved_ + 1);
-  LastSet &last = lastSets_[resolved_++];
-  const uint64_t generation = device_->descriptors().generation();
-  bool same =
-      last.pipeline == &p && last.generation == generation && last.refs.size() == refs.size();
-  for (size_t i = 0; same && i < refs.size(); ++i)
-    same = last.refs[i].buffer == refs[i].buffer && last.refs[i].offset == refs[i].offset &&
-           last.refs[i].size == refs[i].size;
-  if (same)
-    return last.set;
-  SINTER_ASSIGN_OR_RETURN(VkDescriptorSet set, device_->descriptors().get(p, refs));
-  last = LastSet{&p, generation, {refs.begin(), refs.end()}, set};
-  return set;
-}
-
-absl::Status VulkanPlanImpl::resolvePrefetch(const Step &s, const PlanArgs &args) {
-  if (!prefetch_.pipeline || s.prefetchSlots.empty())
-    return absl::OkStatus();
-  if (prefetchSink_.size == 0) {
-    SINTER_ASSIGN_OR_RETURN(prefetchSink_, device_->createBuffer(256));
-  }
-  uint64_t budget = prefetch_.bytes;
-  for (uint32_t slot : s.prefetchSlots) {
-    const auto *w = static_cast<const BufferRef *>(args.slotDevice[slot]);
-    if (!w || budget < 32)
-      continue;
-    const uint64_t sectors =
-        std::min<uint64_t>({w->size, budget, device_->caps().maxStorageBufferRange}) / 32;
-    if (sectors == 0)
-      continue;
-    budget -= 32 * sectors;
-    const BufferRef refs[2] = {BufferRef{w->buffer, w->offset, 32 * sectors}, prefetchSink_};
-    Command c;
-    c.kind = Command::Kind::Dispatch;
-    SINTER_ASSIGN_OR_RETURN(c.set, setFor(*prefetch_.pipeline, refs));
-    c.pipeline = prefetch_.pipeline;
-    c.groups = {prefetch_.groups, 1, 1};
-    c.pushFirst = static_cast<uint32_t>(push_.size());
-    c.pushWords = 2;
-    push_.push_back(static_cast<uint32_t>(sectors));
-    push_.push_back(0); // the sink's condition: never
-    commands_.push_back(c);
-    ++prefetches_;
-  }
   return absl::OkStatus();
 }
 
@@ -632,7 +586,7 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
     return absl::FailedPreconditionError(
         "vulkan plan: the buffers are not in Vulkan device memory (no slotDevice references)");
   recordStart_ = std::chrono::steady_clock::now();
-  barriers_ = submissions_ = copies_ = uploads_ = dispatched_ = fusedDispatched_ = prefetches_ = 0;
+  barriers_ = submissions_ = copies_ = uploads_ = dispatched_ = fusedDispatched_ = 0;
   recordings_ = replays_ = 0;
   waitSeconds_ = 0;
   uint64_t messagesBefore = checkValidation_ ? device_->validationLog().count : 0;
@@ -688,14 +642,11 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
   for (size_t i = 0; i < steps_.size() && status.ok(); ++i) {
     const Step &s = steps_[i];
     if (hazards.needsBarrier(s.access)) {
-      status = resolvePrefetch(s, args);
       barrier();
       hazards.clear();
     }
     hazards.mark(s.access);
-    if (!status.ok()) {
-      // the prefetch failed: named below
-    } else if (s.kind == Step::Kind::Upload) {
+    if (s.kind == Step::Kind::Upload) {
       uint64_t before = submissions_;
       status = resolveUpload(i, args, hazards);
       split |= submissions_ != before;
@@ -763,7 +714,6 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
     st.barriers += barriers_;
     st.recordings += recordings_;
     st.replays += replays_;
-    st.prefetches += prefetches_;
     st.waitSeconds += waitSeconds_;
   }
   if (checkValidation_) {
@@ -859,10 +809,10 @@ std::unique_ptr<Plan> makeVulkanPlan(std::shared_ptr<VulkanDevice> device,
                                      std::shared_ptr<VulkanCompiler::Shared> shared,
                                      std::vector<Step> steps, size_t launches, size_t numSlots,
                                      std::string description, bool printTimes, bool checkValidation,
-                                     bool replay, PrefetchSetup prefetch) {
+                                     bool replay) {
   return std::make_unique<VulkanPlanImpl>(std::move(device), std::move(shared), std::move(steps),
                                           launches, numSlots, std::move(description), printTimes,
-                                          checkValidation, replay, prefetch);
+                                          checkValidation, replay);
 }
 
 } // namespace sinter::runtime::vulkan

@@ -103,8 +103,6 @@ struct VulkanCompilerStats {
   /// run recorded (same buffers, grids and barriers; only the parameter words written anew).
   uint64_t recordings = 0;
   uint64_t replays = 0;
-  /// L2 prefetch dispatches (VulkanCompilerOptions::l2PrefetchBytes; not in `dispatches`).
-  uint64_t prefetches = 0;
 };
 
 /// The counters of a compiler and its plans; tests and benchmarks may hold it after the backend
@@ -139,14 +137,6 @@ struct VulkanCompilerOptions {
   /// Q, K and V as one stacked launch where the generator builds it
   /// (LaunchOptions::stackedProducts; `SINTER_VK_QMATMUL=stack=0` turns it off).
   bool stackedProducts = true;
-  /// L2 prefetch (`SINTER_VK_QMATMUL=l2pf=MiB`; 0: off). Before a barrier, the plan dispatches
-  /// l2PrefetchKernel (codegen::l2PrefetchSpirv: binding 0 read, binding 1 a sink, push words n
-  /// and 0) over the first l2PrefetchBytes of the weights of the step after the barrier, in
-  /// l2PrefetchGroups workgroups: it runs beside the kernels before the barrier, and the step
-  /// after it finds those bytes in the L2 cache. Only weights no step of the plan writes.
-  uint64_t l2PrefetchBytes = 0;
-  KernelBinary l2PrefetchKernel;
-  uint32_t l2PrefetchGroups = 0;
 };
 
 class VulkanCompiler : public PlanCompiler {
@@ -182,8 +172,6 @@ private:
   absl::flat_hash_map<std::string, std::unique_ptr<Built>> kernels_;
   absl::flat_hash_map<std::string, bool> loggedFallbacks_;
   std::shared_ptr<Shared> shared_;
-  /// The L2 prefetch kernel's pipeline, made by the first plan that uses it.
-  const Pipeline *prefetchPipeline_ = nullptr;
 };
 
 } // namespace sinter::runtime::vulkan

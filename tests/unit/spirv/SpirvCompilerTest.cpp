@@ -294,27 +294,6 @@ TEST(SpirvCompilerTest, DisassemblyNamesTheEntryPointAndPushConstants) {
   EXPECT_THAT(*text, HasSubstr("LocalSize 64 1 1"));
 }
 
-// The L2 prefetch kernel: valid SPIR-V with `unroll` loads of the read binding a loop iteration,
-// all before the first XOR, and a store only behind the sink's condition; bad sizes rejected.
-TEST(SpirvCompilerTest, L2PrefetchKernelIssuesItsLoadsTogether) {
-  absl::StatusOr<std::vector<uint32_t>> words = l2PrefetchSpirv(256, 4);
-  ASSERT_TRUE(words.ok()) << words.status();
-  absl::StatusOr<std::string> text = disassembleSpirv(*words);
-  ASSERT_TRUE(text.ok()) << text.status();
-  EXPECT_THAT(*text, HasSubstr("LocalSize 256 1 1"));
-  // Six u32 loads: n and the sink's word (push constants), then the four sectors.
-  size_t loads = 0, firstXor = text->find("OpBitwiseXor"), lastLoad = 0;
-  for (size_t at = text->find("OpLoad %uint "); at != std::string::npos;
-       at = text->find("OpLoad %uint ", at + 1), ++loads)
-    lastLoad = at;
-  EXPECT_EQ(loads, 6u) << *text;
-  EXPECT_LT(lastLoad, firstXor) << *text;
-  EXPECT_THAT(*text, HasSubstr("OpStore"));
-  EXPECT_THAT(*text, HasSubstr("OpLogicalAnd"));
-  EXPECT_EQ(l2PrefetchSpirv(0, 4).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(l2PrefetchSpirv(256, 17).status().code(), absl::StatusCode::kInvalidArgument);
-}
-
 TEST(SpirvCompilerTest, GridCoversTheParallelDimension) {
   SpirvTarget t = target(32);
   auto build = [&](const OpCall &op) {

@@ -333,47 +333,6 @@ TEST_F(VulkanFuzzTest, StackOffLaunchesTheProjectionsOneByOne) {
   EXPECT_TRUE(test::nmseWithin<float>(logits[0], logits[1], test::kQuantizedActivationTolerance));
 }
 
-// SINTER_VK_QMATMUL=l2pf=1 (L2 prefetch, 1 MiB a step): before each barrier a prefetch kernel
-// reads the weights of the launch after it. It computes nothing: the logits are the same bits as
-// without it, the launches the same, and a prefetch goes before every launch with weights that
-// waits at a barrier (Q, K and V: three; wo: one; gate and up: two; down: one; the classifier).
-TEST_F(VulkanFuzzTest, L2PrefetchLeavesTheDecodeUnchanged) {
-  model::SyntheticOptions so;
-  so.dtype = DType::Q4_0;
-  absl::StatusOr<model::ModelWeights> w = model::generatePreset("micro", so);
-  ASSERT_TRUE(w.ok()) << w.status();
-  std::vector<std::vector<float>> logits;
-  std::vector<runtime::vulkan::VulkanCompilerStats> counters;
-  for (const char *knobs : {"l2pf=1", "l2pf=0"}) {
-    const char *old = std::getenv("SINTER_VK_QMATMUL");
-    std::string saved = old ? old : "";
-    setenv("SINTER_VK_QMATMUL", knobs, 1);
-    auto stats = std::make_shared<runtime::vulkan::VulkanStatsSink>();
-    std::unique_ptr<ComputeBackend> b = vulkanBackend(true, stats);
-    if (old)
-      setenv("SINTER_VK_QMATMUL", saved.c_str(), 1);
-    else
-      unsetenv("SINTER_VK_QMATMUL");
-    ASSERT_TRUE(b);
-    auto d = model::Decoder::create(*b, *w);
-    ASSERT_TRUE(d.ok()) << d.status();
-    std::vector<float> got(w->config.vocabSize), all;
-    for (uint32_t pos = 0; pos < 4; ++pos) {
-      ASSERT_TRUE((*d)->step((pos * 37 + 5) % w->config.vocabSize, pos, absl::MakeSpan(got)).ok());
-      all.insert(all.end(), got.begin(), got.end());
-    }
-    logits.push_back(all);
-    counters.push_back(stats->get());
-  }
-  const uint32_t layers = w->config.nLayers;
-  EXPECT_EQ(logits[0], logits[1]);
-  EXPECT_EQ(counters[0].prefetches, (7u * layers + 1) * counters[0].runs) << "l2pf=1";
-  EXPECT_EQ(counters[1].prefetches, 0u) << "l2pf=0";
-  EXPECT_EQ(counters[0].dispatches, counters[1].dispatches);
-  EXPECT_EQ(counters[0].barriers, counters[1].barriers);
-  EXPECT_GT(counters[0].replays, 0u) << "the prefetches' words do not change between tokens";
-}
-
 // Attention split over the positions (attnsplit=4, scratch and an atomic merge per head) agrees
 // with the reference over 24 positions: shares empty at first, then uneven.
 TEST_F(VulkanFuzzTest, SplitAttentionDecodeAgreesWithTheReference) {

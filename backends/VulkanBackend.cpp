@@ -43,8 +43,8 @@ std::vector<std::pair<std::string, std::string>> qmatmulOverrides() {
 }
 
 // SINTER_VK_QMATMUL's `pairs=0` (gate and up launch one after the other instead of as one
-// kernel with a sibling product), `stack=0` (Q, K and V launch one by one instead of as one
-// stacked kernel) and `cbar=0` (full barriers between dispatches too), for side-by-side timing.
+// kernel with a sibling product) and `stack=0` (Q, K and V launch one by one instead of as one
+// stacked kernel), for side-by-side timing.
 bool turnedOffByEnv(absl::string_view name) {
   for (const auto &[key, value] : qmatmulOverrides())
     if (key == name && value == "0")
@@ -171,7 +171,6 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> createVulkanBackend(const Backen
   compilerOptions.replay = vulkan.replay && !replayDisabledByEnv();
   compilerOptions.siblingProducts = !turnedOffByEnv("pairs");
   compilerOptions.stackedProducts = !turnedOffByEnv("stack");
-  compilerOptions.computeBarriers = !turnedOffByEnv("cbar");
   const char *stats = std::getenv("SINTER_STATS");
   compilerOptions.printKernelTimes = stats && *stats && std::strcmp(stats, "0") != 0;
   VulkanKernelBuilder builder = vulkan.builder

@@ -263,8 +263,7 @@ absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const Kerne
   }
   return makeVulkanPlan(device_, shared_, std::move(steps), program.numLaunches(), numSlots,
                         std::move(description), options_.printKernelTimes,
-                        options_.failOnValidationMessages, options_.replay,
-                        options_.computeBarriers);
+                        options_.failOnValidationMessages, options_.replay);
 }
 
 VulkanCompilerStats VulkanCompiler::stats() const { return shared_->get(); }

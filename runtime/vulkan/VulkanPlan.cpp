@@ -132,12 +132,11 @@ public:
   VulkanPlanImpl(std::shared_ptr<VulkanDevice> device,
                  std::shared_ptr<VulkanCompiler::Shared> shared, std::vector<Step> steps,
                  size_t launches, size_t numSlots, std::string description, bool printTimes,
-                 bool checkValidation, bool replay, bool computeBarriers)
+                 bool checkValidation, bool replay)
       : device_(std::move(device)), shared_(std::move(shared)), steps_(std::move(steps)),
         launches_(launches), numSlots_(numSlots), description_(std::move(description)),
         timed_(device_->timestampsEnabled()), printTimes_(printTimes && timed_),
-        checkValidation_(checkValidation && device_->validationEnabled()), replay_(replay),
-        computeBarriers_(computeBarriers) {
+        checkValidation_(checkValidation && device_->validationEnabled()), replay_(replay) {
     // A parameter region per dispatch the plan can make (an attention step that falls back
     // makes one per head), each as large as the largest kernel's words and an indirect grid.
     uint64_t regions = 0, words = 0;
@@ -201,21 +200,6 @@ private:
             VK_ACCESS_TRANSFER_WRITE_BIT));
     ++barriers_;
   }
-  /// A barrier between dispatches only: the commands since the last barrier were dispatches and
-  /// the next is one, so neither side names the transfer stage (with computeBarriers_; else the
-  /// full barrier). Writes of transfers before an earlier barrier are already visible: a memory
-  /// dependency covers every later command.
-  void dispatchBarrier() {
-    if (!computeBarriers_) {
-      barrier();
-      return;
-    }
-    commands_.push_back(barrierCommand(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                                       VK_ACCESS_SHADER_WRITE_BIT,
-                                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                                       VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT));
-    ++barriers_;
-  }
   std::string stepName(size_t i) const;
   /// Reads the flush's timestamps into the stats (kernel time, span, host time) and, with
   /// printTimes_, prints a line per dispatch and one for the flush.
@@ -232,7 +216,6 @@ private:
   bool printTimes_;
   bool checkValidation_;
   bool replay_;
-  bool computeBarriers_;
   size_t dispatches_ = 0;
   VkQueryPool queries_ = VK_NULL_HANDLE;
   /// Overlapping same-buffer copies go through this (grown as needed, kept for the next run).
@@ -656,20 +639,12 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
   HazardTracker hazards(numSlots_);
   std::vector<uint32_t> dispatchSteps;
   bool split = false;
-  // Whether the commands since the last barrier include a transfer (an upload or a copy).
-  bool stageTransfers = true; // the parameter words' copy
   for (size_t i = 0; i < steps_.size() && status.ok(); ++i) {
     const Step &s = steps_[i];
-    const bool transfer = s.kind != Step::Kind::Dispatch || copyTooWideToBind(s, args);
     if (hazards.needsBarrier(s.access)) {
-      if (stageTransfers || transfer)
-        barrier();
-      else
-        dispatchBarrier();
+      barrier();
       hazards.clear();
-      stageTransfers = false;
     }
-    stageTransfers |= transfer;
     hazards.mark(s.access);
     if (s.kind == Step::Kind::Upload) {
       uint64_t before = submissions_;
@@ -692,12 +667,8 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
         const HeadFallback &f = *s.heads;
         for (size_t h = 0; h < f.members.size() && status.ok(); ++h) {
           if (hazards.needsBarrier(f.access[h])) {
-            if (stageTransfers)
-              barrier();
-            else
-              dispatchBarrier();
+            barrier();
             hazards.clear();
-            stageTransfers = false;
           }
           hazards.mark(f.access[h]);
           OpCall op = boundOp(f.members[h], args.params);
@@ -838,10 +809,10 @@ std::unique_ptr<Plan> makeVulkanPlan(std::shared_ptr<VulkanDevice> device,
                                      std::shared_ptr<VulkanCompiler::Shared> shared,
                                      std::vector<Step> steps, size_t launches, size_t numSlots,
                                      std::string description, bool printTimes, bool checkValidation,
-                                     bool replay, bool computeBarriers) {
+                                     bool replay) {
   return std::make_unique<VulkanPlanImpl>(std::move(device), std::move(shared), std::move(steps),
                                           launches, numSlots, std::move(description), printTimes,
-                                          checkValidation, replay, computeBarriers);
+                                          checkValidation, replay);
 }
 
 } // namespace sinter::runtime::vulkan

@@ -137,10 +137,6 @@ struct VulkanCompilerOptions {
   /// Q, K and V as one stacked launch where the generator builds it
   /// (LaunchOptions::stackedProducts; `SINTER_VK_QMATMUL=stack=0` turns it off).
   bool stackedProducts = true;
-  /// Between two dispatches with no transfer since the last barrier, a compute-to-compute
-  /// barrier (shader writes to shader reads and writes) instead of the full one that also names
-  /// the transfer stage (`SINTER_VK_QMATMUL=cbar=0` keeps the full one everywhere).
-  bool computeBarriers = true;
 };
 
 class VulkanCompiler : public PlanCompiler {

@@ -44,7 +44,9 @@ absl::Status VulkanDevice::init(const VulkanDeviceOptions &options) {
     if (const char *env = std::getenv("SINTER_VK_DEVICE"))
       selector = env;
   }
-  SINTER_RETURN_IF_ERROR(createInstance(validation_));
+  SINTER_RETURN_IF_ERROR(createInstance(
+      validation_,
+      validation_ && (options.syncValidation || envIsOne("SINTER_VK_SYNC_VALIDATION"))));
   SINTER_RETURN_IF_ERROR(pickPhysicalDevice(selector));
   const bool statistics = options.pipelineStatistics || envIsOne("SINTER_VK_PIPELINE_STATS");
   SINTER_RETURN_IF_ERROR(createLogicalDevice(statistics));
@@ -140,7 +142,7 @@ static void keepDriversLoaded() {
   (void)kept;
 }
 
-absl::Status VulkanDevice::createInstance(bool validation) {
+absl::Status VulkanDevice::createInstance(bool validation, bool syncValidation) {
   keepDriversLoaded();
   uint32_t loaderVersion = VK_API_VERSION_1_1;
   if (vkEnumerateInstanceVersion(&loaderVersion) != VK_SUCCESS)
@@ -170,6 +172,17 @@ absl::Status VulkanDevice::createInstance(bool validation) {
     layers.push_back(kValidationLayer);
     extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
   }
+  // The layer's synchronization validation: a feature the layer reads from the instance's chain
+  // (VK_EXT_validation_features, which the layer provides).
+  const VkValidationFeatureEnableEXT syncFeature =
+      VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT;
+  auto features = vkStruct<VkValidationFeaturesEXT>(VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT);
+  features.enabledValidationFeatureCount = 1;
+  features.pEnabledValidationFeatures = &syncFeature;
+  if (syncValidation) {
+    extensions.push_back(VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);
+    features.pNext = &messengerInfo; // the messenger's own info takes no chain
+  }
   auto app = vkStruct<VkApplicationInfo>(VK_STRUCTURE_TYPE_APPLICATION_INFO);
   app.pApplicationName = "sinter";
   app.pEngineName = "sinter";
@@ -181,7 +194,9 @@ absl::Status VulkanDevice::createInstance(bool validation) {
   info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
   info.ppEnabledExtensionNames = extensions.data();
   // Chained so messages from vkCreateInstance itself are counted too.
-  info.pNext = validation ? &messengerInfo : nullptr;
+  info.pNext = syncValidation ? static_cast<const void *>(&features)
+               : validation   ? static_cast<const void *>(&messengerInfo)
+                              : nullptr;
   VkResult r = vkCreateInstance(&info, nullptr, &instance_);
   if (r == VK_ERROR_INCOMPATIBLE_DRIVER)
     return absl::UnavailableError("vulkan: no Vulkan driver (vkCreateInstance: "

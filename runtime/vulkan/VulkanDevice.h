@@ -86,6 +86,9 @@ struct VulkanDeviceOptions {
   /// Enables VK_LAYER_KHRONOS_validation with a debug messenger that counts its messages (also
   /// turned on by SINTER_VK_VALIDATION=1). Fails with FailedPrecondition when the layer is absent.
   bool validation = false;
+  /// With validation: the layer's synchronization validation too (hazards between commands that
+  /// no barrier orders, reported as messages; also SINTER_VK_SYNC_VALIDATION=1). Slow: for tests.
+  bool syncValidation = false;
   /// Device index or a substring of its name; empty: SINTER_VK_DEVICE, then the best device.
   std::string deviceSelector;
   /// Size of each VkDeviceMemory block the sub-allocator takes (larger requests get their own).
@@ -235,7 +238,7 @@ public:
 private:
   VulkanDevice() = default;
   absl::Status init(const VulkanDeviceOptions &options);
-  absl::Status createInstance(bool validation);
+  absl::Status createInstance(bool validation, bool syncValidation);
   absl::Status pickPhysicalDevice(const std::string &selector);
   absl::Status createLogicalDevice(bool pipelineStatistics);
   void recordMessage(VkDebugUtilsMessageSeverityFlagBitsEXT severity, const char *id,

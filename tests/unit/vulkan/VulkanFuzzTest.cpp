@@ -333,6 +333,46 @@ TEST_F(VulkanFuzzTest, StackOffLaunchesTheProjectionsOneByOne) {
   EXPECT_TRUE(test::nmseWithin<float>(logits[0], logits[1], test::kQuantizedActivationTolerance));
 }
 
+// The validation layer's synchronization validation over a decode, fused and unfused: every
+// hazard between the plan's commands (dispatches, the parameter words' copy, the embedding
+// row's copy, the read of the logits) has its barrier, and the two agree.
+TEST_F(VulkanFuzzTest, SynchronizationValidationFindsNoHazardInADecode) {
+  const char *env = std::getenv("SINTER_VK_VALIDATION");
+  if (env && std::string(env) == "0")
+    GTEST_SKIP() << "SINTER_VK_VALIDATION=0: synchronization validation needs the layer";
+  runtime::vulkan::VulkanDeviceOptions options;
+  options.syncValidation = true;
+  std::shared_ptr<VulkanDevice> device = runtime::vulkan::test::makeDevice(options);
+  ASSERT_TRUE(device) << "the suite's device was created, this one with sync validation was not";
+  model::SyntheticOptions so;
+  so.dtype = DType::Q4_0;
+  absl::StatusOr<model::ModelWeights> w = model::generatePreset("micro", so);
+  ASSERT_TRUE(w.ok()) << w.status();
+  std::vector<std::vector<float>> logits;
+  for (bool fusion : {true, false}) {
+    BackendOptions o;
+    o.kind = "vulkan";
+    o.fusion = fusion;
+    VulkanBackendOptions v;
+    v.device = device;
+    v.builder = shared().builder;
+    v.logFallbacks = false;
+    absl::StatusOr<std::unique_ptr<ComputeBackend>> b = createVulkanBackend(o, v);
+    ASSERT_TRUE(b.ok()) << b.status();
+    auto d = model::Decoder::create(**b, *w);
+    ASSERT_TRUE(d.ok()) << d.status();
+    std::vector<float> got(w->config.vocabSize);
+    // A hazard fails the flush (the plan checks the layer's messages after each).
+    for (uint32_t pos = 0; pos < 3; ++pos) {
+      absl::Status st = (*d)->step((pos * 37 + 5) % w->config.vocabSize, pos, absl::MakeSpan(got));
+      ASSERT_TRUE(st.ok()) << (fusion ? "fused" : "unfused") << ", position " << pos << ": " << st;
+    }
+    logits.push_back(got);
+    runtime::vulkan::test::expectNoValidationMessages(*device);
+  }
+  EXPECT_TRUE(test::nmseWithin<float>(logits[0], logits[1], test::kQuantizedActivationTolerance));
+}
+
 // Attention split over the positions (attnsplit=4, scratch and an atomic merge per head) agrees
 // with the reference over 24 positions: shares empty at first, then uneven.
 TEST_F(VulkanFuzzTest, SplitAttentionDecodeAgreesWithTheReference) {

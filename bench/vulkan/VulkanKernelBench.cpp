@@ -34,6 +34,8 @@
 #include "absl/strings/str_replace.h"
 #include "backends/VulkanBackend.h"
 #include "codegen/spirv/SpirvCompiler.h"
+#include "runtime/vulkan/DescriptorCache.h"
+#include "runtime/vulkan/PipelineCache.h"
 #include "runtime/vulkan/VulkanDevice.h"
 #include "sinter/DType.h"
 #include "sinter/Status.h"
@@ -444,6 +446,316 @@ void BM_VulkanAttention(benchmark::State &state) {
   (void)be.free(*scores);
 }
 
+// What a dependency between two steps costs, two ways. BM_VulkanLaunchChain/G: N launches of a
+// trivial kernel (G workgroups of 256; invocation i reads element (7i + 1) mod n of the buffer the
+// launch before wrote, adds 1 and writes element i of the other), a barrier between launches.
+// BM_VulkanGridSync/G: one launch of G workgroups that does the same N times with a barrier
+// across the grid between steps (an atomic counter each workgroup adds to and waits on; all G
+// workgroups must be resident at once, so it runs only on a GPU with G at most its SMs). Per
+// step: the slope of the wall time between N = 64 and N = 512 (one submit-and-wait each, so
+// the submission cancels). Both check the result: every element of the last buffer is N.
+constexpr const char *kStepCommon = R"(
+               OpCapability Shader
+               OpMemoryModel Logical GLSL450
+               OpEntryPoint GLCompute %main "main" %gid %lidx %nwg
+               OpExecutionMode %main LocalSize 256 1 1
+               OpDecorate %gid BuiltIn GlobalInvocationId
+               OpDecorate %lidx BuiltIn LocalInvocationIndex
+               OpDecorate %nwg BuiltIn NumWorkgroups
+               OpDecorate %rt ArrayStride 4
+               OpMemberDecorate %Buf 0 Offset 0
+               OpDecorate %Buf Block
+               OpDecorate %a DescriptorSet 0
+               OpDecorate %a Binding 0
+               OpDecorate %a Coherent
+               OpDecorate %b DescriptorSet 0
+               OpDecorate %b Binding 1
+               OpDecorate %b Coherent
+               OpMemberDecorate %PC 0 Offset 0
+               OpMemberDecorate %PC 1 Offset 4
+               OpDecorate %PC Block
+       %void = OpTypeVoid
+         %fn = OpTypeFunction %void
+       %uint = OpTypeInt 32 0
+     %v3uint = OpTypeVector %uint 3
+       %bool = OpTypeBool
+         %rt = OpTypeRuntimeArray %uint
+        %Buf = OpTypeStruct %rt
+         %PC = OpTypeStruct %uint %uint
+      %p_Buf = OpTypePointer StorageBuffer %Buf
+       %p_PC = OpTypePointer PushConstant %PC
+      %p_in3 = OpTypePointer Input %v3uint
+       %p_in = OpTypePointer Input %uint
+       %p_su = OpTypePointer StorageBuffer %uint
+       %p_pu = OpTypePointer PushConstant %uint
+          %a = OpVariable %p_Buf StorageBuffer
+          %b = OpVariable %p_Buf StorageBuffer
+         %pc = OpVariable %p_PC PushConstant
+        %gid = OpVariable %p_in3 Input
+       %lidx = OpVariable %p_in Input
+        %nwg = OpVariable %p_in3 Input
+         %c0 = OpConstant %uint 0
+         %c1 = OpConstant %uint 1
+         %c2 = OpConstant %uint 2
+         %c7 = OpConstant %uint 7
+   %sc_wg = OpConstant %uint 2
+  %sc_dev = OpConstant %uint 1
+   %sem_ar = OpConstant %uint 328
+)";
+// One step (binding 0 -> binding 1); push word 0: n.
+constexpr const char *kStepKernel = R"(
+       %main = OpFunction %void None %fn
+      %entry = OpLabel
+       %gid3 = OpLoad %v3uint %gid
+          %i = OpCompositeExtract %uint %gid3 0
+         %pn = OpAccessChain %p_pu %pc %c0
+          %n = OpLoad %uint %pn
+         %i7 = OpIMul %uint %i %c7
+        %i71 = OpIAdd %uint %i7 %c1
+          %j = OpUMod %uint %i71 %n
+         %pj = OpAccessChain %p_su %a %c0 %j
+          %v = OpLoad %uint %pj
+         %v1 = OpIAdd %uint %v %c1
+         %pi = OpAccessChain %p_su %b %c0 %i
+               OpStore %pi %v1
+               OpReturn
+               OpFunctionEnd
+)";
+// N steps in one launch: binding 0 holds both halves (2n words), binding 1 the counter; push
+// words n and N. Step p reads half p % 2 and writes half (p + 1) % 2, then the grid barrier:
+// the workgroup's invocations meet, invocation 0 makes the writes visible to the device, adds 1
+// to the counter and waits for it to reach (p + 1) G, and the workgroup meets again.
+constexpr const char *kGridKernel = R"(
+       %main = OpFunction %void None %fn
+      %entry = OpLabel
+       %gid3 = OpLoad %v3uint %gid
+          %i = OpCompositeExtract %uint %gid3 0
+        %lid = OpLoad %uint %lidx
+       %nwg3 = OpLoad %v3uint %nwg
+         %ng = OpCompositeExtract %uint %nwg3 0
+         %pn = OpAccessChain %p_pu %pc %c0
+          %n = OpLoad %uint %pn
+         %ps = OpAccessChain %p_pu %pc %c1
+      %steps = OpLoad %uint %ps
+         %i7 = OpIMul %uint %i %c7
+        %i71 = OpIAdd %uint %i7 %c1
+          %j = OpUMod %uint %i71 %n
+      %first = OpIEqual %bool %lid %c0
+         %pc0 = OpAccessChain %p_su %b %c0 %c0
+               OpBranch %header
+     %header = OpLabel
+          %p = OpPhi %uint %c0 %entry %pnext %cont
+       %more = OpULessThan %bool %p %steps
+               OpLoopMerge %merge %cont None
+               OpBranchConditional %more %body %merge
+       %body = OpLabel
+       %half = OpUMod %uint %p %c2
+        %src = OpIMul %uint %half %n
+       %half1 = OpISub %uint %c1 %half
+        %dst = OpIMul %uint %half1 %n
+         %sj = OpIAdd %uint %src %j
+         %pj = OpAccessChain %p_su %a %c0 %sj
+          %v = OpLoad %uint %pj
+         %v1 = OpIAdd %uint %v %c1
+         %di = OpIAdd %uint %dst %i
+         %pi = OpAccessChain %p_su %a %c0 %di
+               OpStore %pi %v1
+               OpControlBarrier %sc_wg %sc_wg %sem_ar
+               OpSelectionMerge %joined None
+               OpBranchConditional %first %arrive %joined
+     %arrive = OpLabel
+               OpMemoryBarrier %sc_dev %sem_ar
+      %added = OpAtomicIAdd %uint %pc0 %sc_dev %c0 %c1
+         %p1 = OpIAdd %uint %p %c1
+     %target = OpIMul %uint %p1 %ng
+               OpBranch %spin
+       %spin = OpLabel
+               OpLoopMerge %spun %spincont None
+               OpBranch %spinbody
+   %spinbody = OpLabel
+        %now = OpAtomicLoad %uint %pc0 %sc_dev %c0
+       %done = OpUGreaterThanEqual %bool %now %target
+               OpBranchConditional %done %spun %spincont
+   %spincont = OpLabel
+               OpBranch %spin
+       %spun = OpLabel
+               OpMemoryBarrier %sc_dev %sem_ar
+               OpBranch %joined
+     %joined = OpLabel
+               OpControlBarrier %sc_wg %sc_wg %sem_ar
+               OpBranch %cont
+       %cont = OpLabel
+      %pnext = OpIAdd %uint %p %c1
+               OpBranch %header
+      %merge = OpLabel
+               OpReturn
+               OpFunctionEnd
+)";
+
+// Per step microseconds of `run(steps)` (which returns the wall seconds of one submit-and-wait
+// and checks the result), from the slope between 64 and 512 steps; 0 after SkipWithError.
+template <typename Run> double perStepMicros(benchmark::State &state, Run run) {
+  std::vector<double> small, big;
+  for (auto _ : state) {
+    absl::StatusOr<double> s = run(64), b = run(512);
+    if (!s.ok() || !b.ok()) {
+      state.SkipWithError(std::string((s.ok() ? b : s).status().message()).c_str());
+      return 0;
+    }
+    small.push_back(*s);
+    big.push_back(*b);
+  }
+  std::sort(small.begin(), small.end());
+  std::sort(big.begin(), big.end());
+  return (big[big.size() / 2] - small[small.size() / 2]) / (512 - 64) * 1e6;
+}
+
+// Records `body` into a one-time command buffer after a fill of `zero` (when given) and its
+// barrier, submits it and waits; the wall seconds of the submission.
+template <typename Body>
+absl::StatusOr<double> timedCommands(runtime::vulkan::VulkanDevice &device,
+                                     const runtime::vulkan::BufferRef *zero, Body body) {
+  SINTER_ASSIGN_OR_RETURN(VkCommandBuffer cmd, device.beginCommands(/*oneShot=*/true));
+  if (zero) {
+    vkCmdFillBuffer(cmd, zero->buffer, zero->offset, zero->size, 0);
+    runtime::vulkan::recordMemoryBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                         VK_ACCESS_TRANSFER_WRITE_BIT,
+                                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                                         VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+  }
+  body(cmd);
+  vkEndCommandBuffer(cmd);
+  auto start = Clock::now();
+  absl::Status s = device.submitAndWait(cmd);
+  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  device.freeCommands(cmd);
+  SINTER_RETURN_IF_ERROR(s);
+  return seconds;
+}
+
+// Every u32 of `ref` equals `want`.
+absl::Status expectAll(runtime::vulkan::VulkanDevice &device, const runtime::vulkan::BufferRef &ref,
+                       uint64_t offset, uint32_t count, uint32_t want) {
+  std::vector<uint32_t> got(count);
+  SINTER_RETURN_IF_ERROR(device.read(
+      ref, absl::Span<uint8_t>(reinterpret_cast<uint8_t *>(got.data()), count * 4), offset));
+  for (uint32_t i = 0; i < count; ++i)
+    if (got[i] != want)
+      return absl::InternalError(
+          absl::StrCat("element ", i, " is ", got[i], " after ", want, " steps"));
+  return absl::OkStatus();
+}
+
+void BM_VulkanLaunchChain(benchmark::State &state) {
+  const uint32_t groups = uint32_t(state.range(0)), n = groups * 256;
+  auto device = runtime::vulkan::VulkanDevice::create();
+  if (!device.ok()) {
+    state.SkipWithError(std::string(device.status().message()).c_str());
+    return;
+  }
+  runtime::vulkan::VulkanDevice &d = **device;
+  auto words = codegen::assembleSpirv(std::string(kStepCommon) + kStepKernel);
+  auto a = d.createBuffer(n * 4), b = d.createBuffer(n * 4);
+  if (!words.ok() || !a.ok() || !b.ok()) {
+    state.SkipWithError("cannot assemble the step kernel or allocate its buffers");
+    return;
+  }
+  runtime::vulkan::KernelBinary k;
+  k.spirv = *words;
+  k.name = "launch_chain_step";
+  k.numBuffers = 2;
+  k.pushConstantBytes = 8;
+  k.localSize = {256, 1, 1};
+  auto p = d.pipelines().get(k);
+  runtime::vulkan::BufferRef ab[2] = {*a, *b}, ba[2] = {*b, *a};
+  auto setAB = p.ok() ? d.descriptors().get(**p, ab) : absl::StatusOr<VkDescriptorSet>(p.status());
+  auto setBA = p.ok() ? d.descriptors().get(**p, ba) : absl::StatusOr<VkDescriptorSet>(p.status());
+  if (!setAB.ok() || !setBA.ok()) {
+    state.SkipWithError(std::string(setAB.status().message()).c_str());
+    return;
+  }
+  const uint32_t push[2] = {n, 0};
+  auto run = [&](uint32_t steps) -> absl::StatusOr<double> {
+    // a is zeroed first (a fill of a and b both: 2n words in two ranges).
+    SINTER_ASSIGN_OR_RETURN(
+        double seconds, timedCommands(d, &*a, [&](VkCommandBuffer cmd) {
+          vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, (*p)->pipeline);
+          vkCmdPushConstants(cmd, (*p)->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 8, push);
+          for (uint32_t i = 0; i < steps; ++i) {
+            if (i > 0)
+              runtime::vulkan::recordMemoryBarrier(
+                  cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                  VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                  VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+            VkDescriptorSet set = i % 2 ? *setBA : *setAB;
+            vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, (*p)->layout, 0, 1, &set,
+                                    0, nullptr);
+            vkCmdDispatch(cmd, groups, 1, 1);
+          }
+        }));
+    SINTER_RETURN_IF_ERROR(expectAll(d, steps % 2 ? *b : *a, 0, n, steps));
+    return seconds;
+  };
+  state.counters["us_per_step"] = perStepMicros(state, run);
+  d.freeBuffer(*a);
+  d.freeBuffer(*b);
+}
+
+void BM_VulkanGridSync(benchmark::State &state) {
+  const uint32_t groups = uint32_t(state.range(0)), n = groups * 256;
+  auto device = runtime::vulkan::VulkanDevice::create();
+  if (!device.ok()) {
+    state.SkipWithError(std::string(device.status().message()).c_str());
+    return;
+  }
+  runtime::vulkan::VulkanDevice &d = **device;
+  if (groups > 1 &&
+      (d.caps().deviceKind == VK_PHYSICAL_DEVICE_TYPE_CPU || groups > d.caps().smCount)) {
+    // A CPU device (lavapipe) runs workgroups a few at a time: the spinning ones would wait for
+    // workgroups that never start (one workgroup waits only for itself).
+    state.SkipWithError("the grid barrier needs a GPU with every workgroup resident (at most one "
+                        "a compute unit)");
+    return;
+  }
+  auto words = codegen::assembleSpirv(std::string(kStepCommon) + kGridKernel);
+  auto buf = d.createBuffer(2 * n * 4), counter = d.createBuffer(16);
+  if (!words.ok() || !buf.ok() || !counter.ok()) {
+    state.SkipWithError(words.ok() ? "cannot allocate the buffers"
+                                   : std::string(words.status().message()).c_str());
+    return;
+  }
+  runtime::vulkan::KernelBinary k;
+  k.spirv = *words;
+  k.name = "grid_sync_steps";
+  k.numBuffers = 2;
+  k.pushConstantBytes = 8;
+  k.localSize = {256, 1, 1};
+  auto p = d.pipelines().get(k);
+  runtime::vulkan::BufferRef refs[2] = {*buf, *counter};
+  auto set = p.ok() ? d.descriptors().get(**p, refs) : absl::StatusOr<VkDescriptorSet>(p.status());
+  if (!set.ok()) {
+    state.SkipWithError(std::string(set.status().message()).c_str());
+    return;
+  }
+  auto run = [&](uint32_t steps) -> absl::StatusOr<double> {
+    const uint32_t push[2] = {n, steps};
+    SINTER_RETURN_IF_ERROR(d.write(*buf, std::vector<uint8_t>(2 * n * 4, 0)));
+    SINTER_ASSIGN_OR_RETURN(
+        double seconds, timedCommands(d, &*counter, [&](VkCommandBuffer cmd) {
+          vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, (*p)->pipeline);
+          vkCmdPushConstants(cmd, (*p)->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 8, push);
+          vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, (*p)->layout, 0, 1, &*set, 0,
+                                  nullptr);
+          vkCmdDispatch(cmd, groups, 1, 1);
+        }));
+    SINTER_RETURN_IF_ERROR(expectAll(d, *buf, uint64_t(steps % 2) * n * 4, n, steps));
+    return seconds;
+  };
+  state.counters["us_per_step"] = perStepMicros(state, run);
+  d.freeBuffer(*buf);
+  d.freeBuffer(*counter);
+}
+
 void registerAll() {
   for (int64_t wg : {256, 1024})
     for (int64_t unroll : {1, 4, 8})
@@ -488,6 +800,15 @@ void registerAll() {
           ->Unit(benchmark::kMicrosecond)
           ->UseRealTime()
           ->MinTime(0.3);
+  // A dependency's cost: a launch and a barrier against a barrier across a resident grid.
+  for (int64_t groups : {1, 66, 132})
+    for (auto *fn : {BM_VulkanLaunchChain, BM_VulkanGridSync})
+      benchmark::RegisterBenchmark(
+          fn == BM_VulkanLaunchChain ? "BM_VulkanLaunchChain" : "BM_VulkanGridSync", fn)
+          ->Arg(groups)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime()
+          ->Iterations(5);
   // The decode's Q, K and V: three launches on one x with no barrier between them (outputs
   // apart), a barrier every third; against /1 it shows whether the device overlaps them.
   for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{4096, 4096}, {2048, 2048}})

@@ -177,7 +177,7 @@ if [ "$what" = kernels ]; then
 import json, sys
 for b in json.load(sys.stdin).get("benchmarks", []):
     row = {"qmatmul": sys.argv[1] or "default", "name": b["name"].split("/min")[0].split("/iter")[0]}
-    for k in ("read_GB_per_s", "read_GB_per_s_1GiB", "us_per_launch", "GB_per_s", "dispatches_per_layer",
+    for k in ("read_GB_per_s", "read_GB_per_s_1GiB", "us_per_launch", "us_per_step", "GB_per_s", "dispatches_per_layer",
               "wall_us_per_launch", "record_us_per_launch", "error_message"):
         if k in b: row[k] = round(b[k], 2) if isinstance(b[k], float) else b[k]
     print(json.dumps(row))' "$q" | tee -a "$out/kernels.jsonl"

@@ -193,7 +193,7 @@ void emitCopyKernel(Emitter &e, const OpShape &op) {
   Value misaligned = b.create<arith::OrIOp>(
       e.loc, b.create<arith::OrIOp>(e.loc, e.remu(srcOffset, e.ci(4)), e.remu(dstOffset, e.ci(4))),
       e.remu(size, e.ci(4)));
-  Value unaligned = b.create<arith::CmpIOp>(e.loc, arith::CmpIPredicate::ne, misaligned, e.ci(0));
+  Value aligned = b.create<arith::CmpIOp>(e.loc, arith::CmpIPredicate::eq, misaligned, e.ci(0));
   // Whole words: destination word w is source word w + (src_offset - dst_offset) / 4.
   Value srcFirstWord = e.divu(srcOffset, e.ci(4));
   Value tid = e.threadId();
@@ -221,26 +221,26 @@ void emitCopyKernel(Emitter &e, const OpShape &op) {
     }
     return result;
   };
-  // The last source word the range touches (size > 0 wherever a chunk runs): whole-word loads
-  // are clamped to it, so they need no branch and all of an invocation's are in flight at once
-  // (behind a branch each, they went one DRAM round trip after another).
-  Value lastSrcWord = e.divu(e.sub(e.add(srcOffset, size), e.ci(1)), e.ci(4));
   e.forLoop(e.ci(0), chunks, e.ci(1), [&](Value c) {
-    llvm::SmallVector<Value, kCopyWordsPerInvocation> at, valid, whole;
+    llvm::SmallVector<Value, kCopyWordsPerInvocation> at, valid, value;
     for (int i = 0; i < kCopyWordsPerInvocation; ++i) {
       Value j = e.add(e.mul(c, chunkWords), e.add(e.mul(e.ci(i), group), tid));
       Value ok = e.ult(j, words);
       Value k = e.select(backward, e.sub(e.sub(words, e.ci(1)), j), j);
       Value w = e.add(firstWord, k);
-      whole.push_back(e.load(src, e.minu(e.add(srcFirstWord, e.sub(w, firstWord)), lastSrcWord)));
+      Value v = e.ifValue(
+          ok, e.i32(),
+          [&] {
+            return e.ifValue(
+                aligned, e.i32(),
+                [&] { return e.load(src, e.add(srcFirstWord, e.sub(w, firstWord))); },
+                [&] { return assemble(w); });
+          },
+          [&] { return e.c32(0); });
       at.push_back(w);
       valid.push_back(ok);
+      value.push_back(v);
     }
-    llvm::SmallVector<Value, kCopyWordsPerInvocation> value;
-    for (int i = 0; i < kCopyWordsPerInvocation; ++i)
-      value.push_back(e.ifValue(
-          b.create<arith::AndIOp>(e.loc, valid[i], unaligned), e.i32(),
-          [&] { return assemble(at[i]); }, [&] { return whole[i]; }));
     e.barrier();
     for (int i = 0; i < kCopyWordsPerInvocation; ++i)
       e.ifThen(valid[i], [&] { e.store(value[i], dst, at[i]); });

@@ -1,5 +1,6 @@
 // VulkanKernelBench.cpp - single kernels on the `vulkan` backend: what a streaming read can reach
-// on the device, and quantized_matmul and attention at the shapes of the decode benchmark's models.
+// on the device, quantized_matmul and attention at the shapes of the decode benchmark's models,
+// and what a dependency between launches costs.
 //
 // BM_VulkanReadProbe/WG/U/V: a hand-written kernel (SPIR-V text below, assembled at start) reads
 // a buffer once with workgroups of WG invocations, each loading U elements of V u32s (V = 4: 16
@@ -15,6 +16,8 @@
 // device microseconds (timestamps: the flush's first start to last end over its launches) and
 // weight bytes per device second, beside the wall time and the host's recording time per launch.
 // BM_VulkanAttention/HEADS/KVHEADS/DIM/SEQ: a decode layer's attention (below).
+// BM_VulkanLaunchChain/G and BM_VulkanGridSync/G: what a dependency between two steps costs, as a
+// launch and a barrier or as a barrier across a resident grid inside one launch (below).
 // SINTER_VK_QMATMUL changes the schedule (docs/ENVIRONMENT.md), so `bench/vulkan/run-h200.sh
 // kernels` sweeps it.
 #include <algorithm>

@@ -19,8 +19,9 @@
 # `bash bench/vulkan/run-h200.sh tests` or `... bench` runs one half (two calls, more slack);
 # `... sweep` times the fused decode under quantized_matmul schedule overrides (sweep.json);
 # `... ab` runs the fused decode of a packed baseline binary and of this build in turn (ab.json);
-# `... kernels` runs sinter-bench-vulkan-kernels (the read probe, then quantized_matmul at the
-# decode's shapes) under each setting of SINTER_SWEEP (kernels.jsonl, one line per benchmark).
+# `... kernels` runs sinter-bench-vulkan-kernels (the read probe, quantized_matmul at the decode's
+# shapes, attention, and a dependency's cost as a launch or a grid barrier) under each setting of
+# SINTER_SWEEP (kernels.jsonl, one line per benchmark).
 # SINTER_BENCH_PRESETS, SINTER_BENCH_MIN_TIME (seconds per benchmark, default 2),
 # SINTER_SWEEP_MIN_TIME (seconds per sweep row and preset, default 0.5) and
 # SINTER_VK_VALIDATION (default 0 unless the layer was packed) change what runs.

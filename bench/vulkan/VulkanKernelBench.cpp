@@ -130,6 +130,20 @@ constexpr const char *kReadProbe = R"(
                OpFunctionEnd
 )";
 
+// A hand-written kernel: `text` assembled (and validated), with its interface as given: two
+// storage buffers, `pushBytes` of push constants, workgroups of `wg` invocations.
+absl::StatusOr<runtime::vulkan::KernelBinary>
+assembledKernel(const std::string &text, std::string name, uint32_t pushBytes, uint32_t wg) {
+  SINTER_ASSIGN_OR_RETURN(std::vector<uint32_t> words, codegen::assembleSpirv(text));
+  runtime::vulkan::KernelBinary k;
+  k.spirv = std::move(words);
+  k.name = std::move(name);
+  k.numBuffers = 2;
+  k.pushConstantBytes = pushBytes;
+  k.localSize = {wg, 1, 1};
+  return k;
+}
+
 absl::StatusOr<runtime::vulkan::KernelBinary> readProbe(uint32_t wg, uint32_t unroll,
                                                         uint32_t vec) {
   const std::string elem = vec == 4 ? "v4uint" : "uint";
@@ -166,14 +180,7 @@ absl::StatusOr<runtime::vulkan::KernelBinary> readProbe(uint32_t wg, uint32_t un
                    {"@BODY@", body},
                    {"@FOLD@", fold},
                    {"       %zero = OpConstantNull", constants + "       %zero = OpConstantNull"}});
-  SINTER_ASSIGN_OR_RETURN(std::vector<uint32_t> words, codegen::assembleSpirv(text));
-  runtime::vulkan::KernelBinary k;
-  k.spirv = std::move(words);
-  k.name = absl::StrCat("read_probe_wg", wg, "_u", unroll, "_v", vec);
-  k.numBuffers = 2;
-  k.pushConstantBytes = 4;
-  k.localSize = {wg, 1, 1};
-  return k;
+  return assembledKernel(text, absl::StrCat("read_probe_wg", wg, "_u", unroll, "_v", vec), 4, wg);
 }
 
 void BM_VulkanReadProbe(benchmark::State &state) {
@@ -650,6 +657,14 @@ absl::Status expectAll(runtime::vulkan::VulkanDevice &device, const runtime::vul
   return absl::OkStatus();
 }
 
+// The pipeline of a step kernel: kStepCommon followed by `body` (push words n and N).
+absl::StatusOr<const runtime::vulkan::Pipeline *>
+stepPipeline(runtime::vulkan::VulkanDevice &device, const char *body, const char *name) {
+  SINTER_ASSIGN_OR_RETURN(runtime::vulkan::KernelBinary k,
+                          assembledKernel(std::string(kStepCommon) + body, name, 8, 256));
+  return device.pipelines().get(k);
+}
+
 void BM_VulkanLaunchChain(benchmark::State &state) {
   const uint32_t groups = uint32_t(state.range(0)), n = groups * 256;
   auto device = runtime::vulkan::VulkanDevice::create();
@@ -658,29 +673,22 @@ void BM_VulkanLaunchChain(benchmark::State &state) {
     return;
   }
   runtime::vulkan::VulkanDevice &d = **device;
-  auto words = codegen::assembleSpirv(std::string(kStepCommon) + kStepKernel);
+  auto p = stepPipeline(d, kStepKernel, "launch_chain_step");
   auto a = d.createBuffer(n * 4), b = d.createBuffer(n * 4);
-  if (!words.ok() || !a.ok() || !b.ok()) {
-    state.SkipWithError("cannot assemble the step kernel or allocate its buffers");
+  if (!p.ok() || !a.ok() || !b.ok()) {
+    state.SkipWithError(p.ok() ? "cannot allocate the buffers"
+                               : std::string(p.status().message()).c_str());
     return;
   }
-  runtime::vulkan::KernelBinary k;
-  k.spirv = *words;
-  k.name = "launch_chain_step";
-  k.numBuffers = 2;
-  k.pushConstantBytes = 8;
-  k.localSize = {256, 1, 1};
-  auto p = d.pipelines().get(k);
   runtime::vulkan::BufferRef ab[2] = {*a, *b}, ba[2] = {*b, *a};
-  auto setAB = p.ok() ? d.descriptors().get(**p, ab) : absl::StatusOr<VkDescriptorSet>(p.status());
-  auto setBA = p.ok() ? d.descriptors().get(**p, ba) : absl::StatusOr<VkDescriptorSet>(p.status());
+  auto setAB = d.descriptors().get(**p, ab), setBA = d.descriptors().get(**p, ba);
   if (!setAB.ok() || !setBA.ok()) {
     state.SkipWithError(std::string(setAB.status().message()).c_str());
     return;
   }
   const uint32_t push[2] = {n, 0};
   auto run = [&](uint32_t steps) -> absl::StatusOr<double> {
-    // a is zeroed first (a fill of a and b both: 2n words in two ranges).
+    // a is zeroed first; the first launch writes all of b.
     SINTER_ASSIGN_OR_RETURN(
         double seconds, timedCommands(d, &*a, [&](VkCommandBuffer cmd) {
           vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, (*p)->pipeline);
@@ -721,22 +729,15 @@ void BM_VulkanGridSync(benchmark::State &state) {
                         "a compute unit)");
     return;
   }
-  auto words = codegen::assembleSpirv(std::string(kStepCommon) + kGridKernel);
+  auto p = stepPipeline(d, kGridKernel, "grid_sync_steps");
   auto buf = d.createBuffer(2 * n * 4), counter = d.createBuffer(16);
-  if (!words.ok() || !buf.ok() || !counter.ok()) {
-    state.SkipWithError(words.ok() ? "cannot allocate the buffers"
-                                   : std::string(words.status().message()).c_str());
+  if (!p.ok() || !buf.ok() || !counter.ok()) {
+    state.SkipWithError(p.ok() ? "cannot allocate the buffers"
+                               : std::string(p.status().message()).c_str());
     return;
   }
-  runtime::vulkan::KernelBinary k;
-  k.spirv = *words;
-  k.name = "grid_sync_steps";
-  k.numBuffers = 2;
-  k.pushConstantBytes = 8;
-  k.localSize = {256, 1, 1};
-  auto p = d.pipelines().get(k);
   runtime::vulkan::BufferRef refs[2] = {*buf, *counter};
-  auto set = p.ok() ? d.descriptors().get(**p, refs) : absl::StatusOr<VkDescriptorSet>(p.status());
+  auto set = d.descriptors().get(**p, refs);
   if (!set.ok()) {
     state.SkipWithError(std::string(set.status().message()).c_str());
     return;

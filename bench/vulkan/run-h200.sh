@@ -19,6 +19,7 @@
 # `bash bench/vulkan/run-h200.sh tests` or `... bench` runs one half (two calls, more slack);
 # `... sweep` times the fused decode under quantized_matmul schedule overrides (sweep.json);
 # `... ab` runs the fused decode of a packed baseline binary and of this build in turn (ab.json);
+# `... envs` runs the fused decode under each runtime setting of SINTER_ENV_SWEEP in turn (envs.json);
 # `... kernels` runs sinter-bench-vulkan-kernels (the read probe, quantized_matmul at the decode's
 # shapes, attention, and a dependency's cost as a launch or a grid barrier) under each setting of
 # SINTER_SWEEP (kernels.jsonl, one line per benchmark).
@@ -34,6 +35,7 @@ log="$out/tests.log"
 [ "$what" = sweep ] && log="$out/sweep.log" # keep the tests' log of an earlier run in $OUT
 [ "$what" = kernels ] && log="$out/kernels.log"
 [ "$what" = ab ] && log="$out/ab.log"
+[ "$what" = envs ] && log="$out/envs.log"
 : >"$log"
 say() { echo "run-h200: $*" | tee -a "$log" >&2; }
 
@@ -47,8 +49,11 @@ ldconfig -p | grep -c 'libvulkan.so.1' >/dev/null || say "warning: no libvulkan.
 # 2. Binaries and libraries built here (pack-h200.sh). Python's tarfile needs no xz binary.
 dest=${SINTER_UNPACK_DIR:-/opt/sinter}
 mkdir -p "$dest"
-python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
-  "$root/.carry/vulkan-h200.tar.xz" "$dest" || { say "cannot unpack .carry/vulkan-h200.tar.xz"; exit 1; }
+# SINTER_SKIP_UNPACK=1 keeps what an earlier run-h200.sh of the same call unpacked there.
+if [ "${SINTER_SKIP_UNPACK:-0}" != 1 ] || [ ! -x "$dest/bin/sinter-bench-vulkan-decode" ]; then
+  python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+    "$root/.carry/vulkan-h200.tar.xz" "$dest" || { say "cannot unpack .carry/vulkan-h200.tar.xz"; exit 1; }
+fi
 export LD_LIBRARY_PATH="$dest/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export SINTER_VK_TEST_SPV_DIR="$dest/spv" SINTER_SHARED_DIR="$dest/shared"
 if compgen -G "$dest/layers/*.json" >/dev/null; then
@@ -71,7 +76,8 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >>
 # 4. Tests, each with its gtest JSON (folded into summary.json below).
 tests=(VulkanDeviceTest VulkanRuntimeTest VulkanBackendTest VulkanStories260KTest VulkanFuzzTest
   ConformanceTest SpirvKernelTest)
-[ "$what" = bench ] || [ "$what" = sweep ] || [ "$what" = kernels ] || [ "$what" = ab ] && tests=()
+[ "$what" = bench ] || [ "$what" = sweep ] || [ "$what" = kernels ] || [ "$what" = ab ] ||
+  [ "$what" = envs ] && tests=()
 for t in "${tests[@]}"; do
   filter='*'
   [ "$t" = ConformanceTest ] && filter='*vulkan*'
@@ -86,7 +92,8 @@ for t in "${tests[@]}"; do
 done
 
 # 5. The decode benchmark, then a few SINTER_STATS tokens for per-kernel times.
-if [ "$what" != tests ] && [ "$what" != sweep ] && [ "$what" != kernels ] && [ "$what" != ab ]; then
+if [ "$what" != tests ] && [ "$what" != sweep ] && [ "$what" != kernels ] && [ "$what" != ab ] &&
+  [ "$what" != envs ]; then
   say "== sinter-bench-vulkan-decode"
   # The GPU's clocks, power and throttle reasons every 2 s while the benchmark runs (clocks.csv).
   nvidia-smi --query-gpu=timestamp,pstate,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,power.draw,power.limit,clocks_throttle_reasons.active,utilization.gpu,utilization.memory \
@@ -138,14 +145,23 @@ fi
 # SINTER_PACK_BASELINE) and of this build in turn, SINTER_AB_ROUNDS times (default 2), so a change
 # of host or kernel code is measured side by side on one machine; one line of ab.json per
 # binary, round and preset, with the host's share of a token.
+# SINTER_AB_BASELINE_ENV and SINTER_AB_CURRENT_ENV (VAR=value words) set variables for one side
+# only; with a baseline environment and no baseline binary, both sides run this build's binary, so
+# a runtime setting (e.g. SINTER_VK_WAIT=spin) is compared with the default side by side.
 if [ "$what" = ab ]; then
-  [ -x "$dest/bin/sinter-bench-vulkan-decode-baseline" ] ||
-    { say "ab: no baseline binary packed (SINTER_PACK_BASELINE)"; exit 1; }
+  base_bin="$dest/bin/sinter-bench-vulkan-decode-baseline"
+  if [ ! -x "$base_bin" ]; then
+    [ -n "${SINTER_AB_BASELINE_ENV:-}${SINTER_AB_CURRENT_ENV:-}" ] ||
+      { say "ab: no baseline binary packed (SINTER_PACK_BASELINE) and no SINTER_AB_*_ENV"; exit 1; }
+    base_bin="$dest/bin/sinter-bench-vulkan-decode"
+  fi
   for round in $(seq "${SINTER_AB_ROUNDS:-2}"); do
     for which in baseline current; do
       bin="$dest/bin/sinter-bench-vulkan-decode"
-      [ "$which" = baseline ] && bin="$bin-baseline"
-      timeout 120 "$bin" --benchmark_filter=/fused/ \
+      side_env=${SINTER_AB_CURRENT_ENV:-}
+      [ "$which" = baseline ] && bin=$base_bin && side_env=${SINTER_AB_BASELINE_ENV:-}
+      # shellcheck disable=SC2086 # the words are VAR=value pairs
+      timeout 120 env $side_env "$bin" --benchmark_filter=/fused/ \
         --benchmark_min_time="${SINTER_BENCH_MIN_TIME:-2}" --benchmark_format=json 2>>"$log" |
         python3 -c '
 import json, sys
@@ -158,6 +174,37 @@ for b in json.load(sys.stdin).get("benchmarks", []):
     if b.get("error_message"): row["error"] = b["error_message"]
     print(json.dumps(row))' "$which" "$round" | tee -a "$out/ab.json"
       say "ab $which round $round exit ${PIPESTATUS[0]}"
+    done
+  done
+  exit 0
+fi
+
+# 5b''. `run-h200.sh envs`: the fused decode under each setting of SINTER_ENV_SWEEP (words
+# separated by spaces; each `default` or comma-separated VAR=value pairs, e.g.
+# "default SINTER_VK_WAIT=spin SINTER_VK_DIRECT_PARAMS=0,SINTER_VK_QMATMUL=attnchunk=8"), the
+# settings taken in turn SINTER_AB_ROUNDS times (default 2) so that a drift of the machine falls
+# on all of them; one line of envs.json per setting, round and preset.
+if [ "$what" = envs ]; then
+  for round in $(seq "${SINTER_AB_ROUNDS:-2}"); do
+    for setting in ${SINTER_ENV_SWEEP:-default}; do
+      vars=()
+      [ "$setting" = default ] || IFS=, read -r -a vars <<<"$setting"
+      # A value may hold commas of its own (SINTER_VK_QMATMUL=a=1,b=2): write those as '+'.
+      vars=("${vars[@]//+/,}")
+      timeout 120 env ${vars[@]+"${vars[@]}"} "$dest/bin/sinter-bench-vulkan-decode" \
+        --benchmark_filter=/fused/ --benchmark_min_time="${SINTER_BENCH_MIN_TIME:-1}" \
+        --benchmark_format=json 2>>"$log" |
+        python3 -c '
+import json, sys
+keys = ("tokens_per_s", "between_flushes_us_per_token", "lookup_us_per_token", "run_us_per_token",
+        "wait_us_per_token", "outside_wait_us_per_token", "dispatches_per_token",
+        "queue_submits_per_token")
+for b in json.load(sys.stdin).get("benchmarks", []):
+    row = {"setting": sys.argv[1], "round": int(sys.argv[2]), "name": b["name"].split("/min")[0]}
+    row.update({k: round(b[k], 1) for k in keys if k in b})
+    if b.get("error_message"): row["error"] = b["error_message"]
+    print(json.dumps(row))' "$setting" "$round" | tee -a "$out/envs.json"
+      say "envs '$setting' round $round exit ${PIPESTATUS[0]}"
     done
   done
   exit 0

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -30,6 +31,11 @@ static bool envIsOne(const char *name) {
   return v && std::strcmp(v, "1") == 0;
 }
 
+static bool envIsZero(const char *name) {
+  const char *v = std::getenv(name);
+  return v && std::strcmp(v, "0") == 0;
+}
+
 absl::StatusOr<std::unique_ptr<VulkanDevice>> VulkanDevice::create(VulkanDeviceOptions options) {
   std::unique_ptr<VulkanDevice> d(new VulkanDevice());
   SINTER_RETURN_IF_ERROR(d->init(options));
@@ -39,6 +45,19 @@ absl::StatusOr<std::unique_ptr<VulkanDevice>> VulkanDevice::create(VulkanDeviceO
 absl::Status VulkanDevice::init(const VulkanDeviceOptions &options) {
   validation_ = options.validation || envIsOne("SINTER_VK_VALIDATION");
   timestamps_ = options.timestamps || envIsOne("SINTER_STATS");
+  directParams_ = options.directParams && !envIsZero("SINTER_VK_DIRECT_PARAMS");
+  directParamsBytes_ = options.directParamsBytes;
+  wait_ = options.wait;
+  spinLimitMicros_ = options.spinLimitMicros;
+  if (const char *env = std::getenv("SINTER_VK_WAIT"); env && *env) {
+    if (std::strcmp(env, "spin") == 0)
+      wait_ = VulkanDeviceOptions::Wait::Spin;
+    else if (std::strcmp(env, "block") == 0)
+      wait_ = VulkanDeviceOptions::Wait::Block;
+    else
+      return absl::InvalidArgumentError(
+          absl::StrCat("vulkan: SINTER_VK_WAIT is '", env, "'; use spin or block"));
+  }
   std::string selector = options.deviceSelector;
   if (selector.empty()) {
     if (const char *env = std::getenv("SINTER_VK_DEVICE"))
@@ -82,6 +101,12 @@ VulkanDevice::~VulkanDevice() {
   pipelines_.reset();
   staging_.reset();
   memory_.reset();
+  if (paramArenaHost_)
+    vkUnmapMemory(device_, paramArenaMemory_);
+  if (paramArenaBuffer_ != VK_NULL_HANDLE)
+    vkDestroyBuffer(device_, paramArenaBuffer_, nullptr);
+  if (paramArenaMemory_ != VK_NULL_HANDLE)
+    vkFreeMemory(device_, paramArenaMemory_, nullptr);
   if (fence_ != VK_NULL_HANDLE)
     vkDestroyFence(device_, fence_, nullptr);
   if (commandPool_ != VK_NULL_HANDLE)
@@ -96,6 +121,59 @@ VulkanDevice::~VulkanDevice() {
   }
   if (instance_ != VK_NULL_HANDLE)
     vkDestroyInstance(instance_, nullptr);
+}
+
+absl::StatusOr<VulkanDevice::MappedRange> VulkanDevice::allocateMappedParams(uint64_t bytes) {
+  absl::MutexLock lock(&paramArenaMutex_);
+  if (paramArenaState_ == 0) {
+    paramArenaState_ = 2;
+    if (!directParams_ || directParamsBytes_ == 0)
+      return absl::NotFoundError("vulkan: direct parameter memory is off");
+    auto info = vkStruct<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
+    info.size = directParamsBytes_;
+    info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT;
+    info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+    SINTER_RETURN_IF_ERROR(vkStatus(vkCreateBuffer(device_, &info, nullptr, &paramArenaBuffer_),
+                                    "vkCreateBuffer of the direct parameter memory"));
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(device_, paramArenaBuffer_, &req);
+    VkPhysicalDeviceMemoryProperties props;
+    vkGetPhysicalDeviceMemoryProperties(physical_, &props);
+    const VkMemoryPropertyFlags need = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT |
+                                       VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                       VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    uint32_t type = findMemoryType(props, req.memoryTypeBits, need, need);
+    if (type == UINT32_MAX)
+      return absl::NotFoundError("vulkan: no device-local host-visible coherent memory type");
+    auto alloc = vkStruct<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
+    alloc.allocationSize = req.size;
+    alloc.memoryTypeIndex = type;
+    SINTER_RETURN_IF_ERROR(vkStatus(vkAllocateMemory(device_, &alloc, nullptr, &paramArenaMemory_),
+                                    "vkAllocateMemory of the direct parameter memory"));
+    SINTER_RETURN_IF_ERROR(
+        vkStatus(vkBindBufferMemory(device_, paramArenaBuffer_, paramArenaMemory_, 0),
+                 "vkBindBufferMemory"));
+    void *mapped = nullptr;
+    SINTER_RETURN_IF_ERROR(vkStatus(
+        vkMapMemory(device_, paramArenaMemory_, 0, VK_WHOLE_SIZE, 0, &mapped), "vkMapMemory"));
+    paramArenaHost_ = static_cast<uint8_t *>(mapped);
+    paramArena_ = std::make_unique<RangeAllocator>(directParamsBytes_);
+    paramArenaState_ = 1;
+  }
+  if (paramArenaState_ != 1)
+    return absl::NotFoundError("vulkan: no direct parameter memory");
+  std::optional<uint64_t> at =
+      paramArena_->allocate(bytes, std::max<uint64_t>(caps_.minStorageBufferOffsetAlignment, 16));
+  if (!at)
+    return absl::ResourceExhaustedError(
+        absl::StrCat("vulkan: the direct parameter memory has no ", bytes, " bytes left"));
+  return MappedRange{BufferRef{paramArenaBuffer_, *at, bytes, 0}, paramArenaHost_ + *at};
+}
+
+void VulkanDevice::freeMappedParams(const BufferRef &ref) {
+  absl::MutexLock lock(&paramArenaMutex_);
+  if (paramArena_ && ref.buffer == paramArenaBuffer_)
+    paramArena_->free(ref.offset);
 }
 
 VKAPI_ATTR VkBool32 VKAPI_CALL VulkanDevice::onMessage(

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "runtime/vulkan/RangeAllocator.h"
 #include <vulkan/vulkan.h>
 
 namespace sinter::runtime::vulkan {
@@ -104,6 +105,20 @@ struct VulkanDeviceOptions {
   /// per pipeline to stderr (also set by SINTER_VK_PIPELINE_STATS=1). Needs the extension:
   /// without it the statistics stay empty and one line says so.
   bool pipelineStatistics = false;
+  /// How a submission waits for its fence. Block: vkWaitForFences (the thread sleeps in the
+  /// driver). Spin: vkGetFenceStatus in a loop, for up to spinLimitMicros, then
+  /// vkWaitForFences: no wake-up latency after the GPU finishes, for a core kept busy meanwhile.
+  /// SINTER_VK_WAIT=spin or =block overrides it (docs/ENVIRONMENT.md).
+  enum class Wait : uint8_t { Block, Spin };
+  Wait wait = Wait::Block;
+  uint64_t spinLimitMicros = 200000;
+  /// Plans' parameter words in device-local memory that the host writes through a mapping
+  /// (VulkanDevice::allocateMappedParams), where the device has such a memory type: no staging
+  /// copy and no barrier at the start of each submission. SINTER_VK_DIRECT_PARAMS=0 turns it off.
+  bool directParams = true;
+  /// Bytes of that memory (one buffer, sub-allocated among the plans; a plan that finds it full
+  /// stages its words instead).
+  uint64_t directParamsBytes = 8ull << 20;
 };
 
 /// A range of a device-local storage buffer. Several refs may share one VkBuffer (sub-allocation);
@@ -229,6 +244,19 @@ public:
   /// still be pending.
   void freeCommands(VkCommandBuffer cmd);
 
+  /// A range of device-local, host-visible, host-coherent memory for a plan's parameter words,
+  /// with its mapping: what the host writes there before a submission the submission sees, with
+  /// no copy. NotFound when the device has no such memory type or VulkanDeviceOptions::
+  /// directParams is off; ResourceExhausted when the arena is full. Either way the caller stages
+  /// its words instead.
+  struct MappedRange {
+    BufferRef ref;
+    uint8_t *host = nullptr;
+  };
+  absl::StatusOr<MappedRange> allocateMappedParams(uint64_t bytes);
+  /// Returns a range from allocateMappedParams; no submission that reads it may be pending.
+  void freeMappedParams(const BufferRef &ref);
+
   /// Test only: the next submitAndWait fails with `result` (VK_ERROR_DEVICE_LOST,
   /// VK_ERROR_OUT_OF_DEVICE_MEMORY, ...) instead of waiting for the queue; VK_SUCCESS clears it.
   void injectSubmitFaultForTesting(VkResult result);
@@ -271,6 +299,21 @@ private:
   VkResult injectedFault_ ABSL_GUARDED_BY(submitMutex_) = VK_SUCCESS;
   bool lost_ ABSL_GUARDED_BY(submitMutex_) = false;
   uint64_t queueSubmissions_ ABSL_GUARDED_BY(submitMutex_) = 0;
+  /// VulkanDeviceOptions::wait and spinLimitMicros after SINTER_VK_WAIT.
+  VulkanDeviceOptions::Wait wait_ = VulkanDeviceOptions::Wait::Block;
+  uint64_t spinLimitMicros_ = 0;
+  /// Waits for fence_ as wait_ says; the fence's result.
+  VkResult waitForFence();
+  /// allocateMappedParams' arena, made on first use (paramArenaState_: 0 not tried, 1 made,
+  /// 2 unavailable).
+  absl::Mutex paramArenaMutex_;
+  int paramArenaState_ ABSL_GUARDED_BY(paramArenaMutex_) = 0;
+  bool directParams_ = true;
+  uint64_t directParamsBytes_ = 0;
+  VkBuffer paramArenaBuffer_ = VK_NULL_HANDLE;
+  VkDeviceMemory paramArenaMemory_ = VK_NULL_HANDLE;
+  uint8_t *paramArenaHost_ = nullptr;
+  std::unique_ptr<RangeAllocator> paramArena_ ABSL_GUARDED_BY(paramArenaMutex_);
 };
 
 } // namespace sinter::runtime::vulkan

@@ -161,7 +161,10 @@ public:
       vkDestroyQueryPool(device_->device(), queries_, nullptr);
     device_->freeBuffer(scratch_);
     device_->freeBuffer(attentionScratch_);
-    device_->freeBuffer(params_);
+    if (paramsMapped_)
+      device_->freeMappedParams(params_);
+    else
+      device_->freeBuffer(params_);
     for (const BufferRef &r : retired_)
       device_->freeBuffer(r);
   }
@@ -238,6 +241,9 @@ private:
   uint64_t paramStride_ = 0, paramBytes_ = 0;
   BufferRef params_;
   uint8_t *paramsHost_ = nullptr;
+  /// params_ is device memory the host writes directly (VulkanDevice::allocateMappedParams):
+  /// paramsHost_ is then its mapping, and a submission starts with no copy and no barrier.
+  uint8_t *paramsMapped_ = nullptr;
   uint64_t paramCursor_ = 0;
   // Each dispatch's (in the order resolved) descriptor set of its last run, and what it binds.
   struct LastSet {
@@ -312,6 +318,12 @@ absl::Status VulkanPlanImpl::beginSegment(size_t step) {
   paramsHost_ = nullptr;
   if (paramBytes_ == 0)
     return absl::OkStatus();
+  if (paramsMapped_) {
+    // The host's writes before vkQueueSubmit are visible to the submission (host-coherent
+    // memory); an earlier segment that read these words has finished (splitAt waits).
+    paramsHost_ = paramsMapped_;
+    return absl::OkStatus();
+  }
   SINTER_ASSIGN_OR_RETURN(StagingSpan span, device_->staging().take(paramBytes_));
   paramsHost_ = span.data;
   commands_.push_back(
@@ -601,7 +613,14 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
                                     "vkCreateQueryPool"));
   }
   if (paramBytes_ > 0 && params_.size == 0) {
-    SINTER_ASSIGN_OR_RETURN(params_, device_->createBuffer(paramBytes_));
+    if (absl::StatusOr<VulkanDevice::MappedRange> mapped =
+            device_->allocateMappedParams(paramBytes_);
+        mapped.ok()) {
+      params_ = mapped->ref;
+      paramsMapped_ = mapped->host;
+    } else {
+      SINTER_ASSIGN_OR_RETURN(params_, device_->createBuffer(paramBytes_));
+    }
   }
   // Split attention's scratch: one region per dispatch, zeroed once when allocated (each
   // dispatch leaves its counters zero again).

@@ -1,5 +1,6 @@
 // VulkanTransfers.cpp - buffers, staged copies, submission with fault mapping, one-shot dispatch.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -75,13 +76,30 @@ absl::Status VulkanDevice::submitAndWait(VkCommandBuffer cmd) {
     ++queueSubmissions_;
     if (r == VK_SUCCESS) {
       what = "vulkan: vkWaitForFences";
-      r = vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX);
+      r = waitForFence();
       vkResetFences(device_, 1, &fence_);
     }
   }
   if (r == VK_ERROR_DEVICE_LOST)
     lost_ = true;
   return vkStatus(r, what);
+}
+
+VkResult VulkanDevice::waitForFence() {
+  if (wait_ == VulkanDeviceOptions::Wait::Spin) {
+    // Poll until the fence is signalled, an error comes, or the spin's time is up (then sleep
+    // in the driver like Block: a long wait should not burn a core).
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::microseconds(spinLimitMicros_);
+    for (uint32_t polls = 0;; ++polls) {
+      VkResult r = vkGetFenceStatus(device_, fence_);
+      if (r != VK_NOT_READY)
+        return r;
+      if (polls % 64 == 63 && std::chrono::steady_clock::now() >= until)
+        break;
+    }
+  }
+  return vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX);
 }
 
 absl::StatusOr<VkCommandBuffer> VulkanDevice::beginOneShot() { return beginCommands(true); }

@@ -3,6 +3,7 @@
 #include "runtime/vulkan/VulkanDevice.h"
 
 #include <cstdlib>
+#include <cstring>
 
 #include "VulkanTestUtil.h"
 #include "runtime/vulkan/PipelineCache.h"
@@ -108,6 +109,92 @@ TEST(VulkanDeviceTest, DispatchOnceAddsTwoVectors) {
   // The same kernel again hits the pipeline cache.
   ASSERT_TRUE(device->dispatchOnce(k, refs, bytesOf(n), {(n + 63) / 64, 1, 1}).ok());
   test::expectNoValidationMessages(*device);
+}
+
+// Spin waits poll the fence; with no spin time left they sleep in the driver as Block does. Both
+// must see every dispatch's results, and an injected loss must still come back as Unavailable.
+TEST(VulkanDeviceTest, SpinWaitSeesEveryResultAndReportsLoss) {
+  for (uint64_t limit : {uint64_t{200000}, uint64_t{0}}) {
+    VulkanDeviceOptions options;
+    options.wait = VulkanDeviceOptions::Wait::Spin;
+    options.spinLimitMicros = limit;
+    SINTER_VK_DEVICE_OR_SKIP(device, options);
+    KernelBinary k = test::loadKernel("add_f32", 3, 4);
+    const uint32_t n = 4096;
+    std::vector<float> a(n, 1.5f), y(n, 0.0f);
+    auto ba = device->createBuffer(n * 4), by = device->createBuffer(n * 4);
+    ASSERT_TRUE(ba.ok() && by.ok());
+    ASSERT_TRUE(device->write(*ba, asBytes(a)).ok());
+    ASSERT_TRUE(device->write(*by, asBytes(y)).ok());
+    // y += a, eight times: each dispatch must see the one before it finished.
+    BufferRef refs[] = {*by, *ba, *by};
+    for (int i = 0; i < 8; ++i)
+      ASSERT_TRUE(device->dispatchOnce(k, refs, bytesOf(n), {(n + 63) / 64, 1, 1}).ok());
+    ASSERT_TRUE(device->read(*by, asWritableBytes(y)).ok());
+    for (uint32_t i = 0; i < n; ++i)
+      ASSERT_EQ(y[i], 12.0f) << "at " << i << " with a spin limit of " << limit << " us";
+    device->injectSubmitFaultForTesting(VK_ERROR_DEVICE_LOST);
+    EXPECT_EQ(device->write(*by, asBytes(y)).code(), absl::StatusCode::kUnavailable);
+    EXPECT_TRUE(device->deviceLost());
+  }
+}
+
+// Direct parameter memory: what the host writes through the mapping, a dispatch reads with no
+// copy; the arena refuses what it cannot hold and takes a freed range back.
+TEST(VulkanDeviceTest, MappedParameterMemoryIsReadByDispatches) {
+  VulkanDeviceOptions options;
+  options.directParamsBytes = 64 << 10;
+  SINTER_VK_DEVICE_OR_SKIP(device, options);
+  const uint32_t n = 1000;
+  auto a = device->allocateMappedParams(n * 4), b = device->allocateMappedParams(n * 4);
+  if (a.status().code() == absl::StatusCode::kNotFound)
+    GTEST_SKIP() << device->caps().deviceName << ": " << a.status().message();
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status() << " " << b.status();
+  EXPECT_EQ(a->ref.buffer, b->ref.buffer);
+  EXPECT_GE(b->ref.offset, a->ref.offset + n * 4);
+  EXPECT_EQ(a->ref.offset % device->caps().minStorageBufferOffsetAlignment, 0u);
+  auto y = device->createBuffer(n * 4);
+  ASSERT_TRUE(y.ok());
+  KernelBinary k = test::loadKernel("add_f32", 3, 4);
+  BufferRef refs[] = {a->ref, b->ref, *y};
+  for (int round = 0; round < 2; ++round) {
+    std::vector<float> x(n), z(n);
+    for (uint32_t i = 0; i < n; ++i) {
+      x[i] = 0.25f * i + round;
+      z[i] = 3.0f - i;
+    }
+    std::memcpy(a->host, x.data(), n * 4);
+    std::memcpy(b->host, z.data(), n * 4);
+    ASSERT_TRUE(device->dispatchOnce(k, refs, bytesOf(n), {(n + 63) / 64, 1, 1}).ok());
+    std::vector<float> got(n);
+    ASSERT_TRUE(device->read(*y, asWritableBytes(got)).ok());
+    for (uint32_t i = 0; i < n; ++i)
+      ASSERT_EQ(got[i], x[i] + z[i]) << "at " << i << ", round " << round;
+  }
+  auto big = device->allocateMappedParams(60 << 10);
+  EXPECT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(big.status().message(), "vulkan: the direct parameter memory has no 61440 bytes left");
+  device->freeMappedParams(a->ref);
+  device->freeMappedParams(b->ref);
+  EXPECT_TRUE(device->allocateMappedParams(60 << 10).ok());
+  test::expectNoValidationMessages(*device);
+}
+
+TEST(VulkanDeviceTest, UnknownWaitModeIsInvalidArgument) {
+  SINTER_VK_DEVICE_OR_SKIP(first);
+  const char *old = std::getenv("SINTER_VK_WAIT");
+  std::string saved = old ? old : "";
+  setenv("SINTER_VK_WAIT", "sometimes", 1);
+  auto bad = VulkanDevice::create({});
+  setenv("SINTER_VK_WAIT", "spin", 1);
+  auto spin = VulkanDevice::create({});
+  if (old)
+    setenv("SINTER_VK_WAIT", saved.c_str(), 1);
+  else
+    unsetenv("SINTER_VK_WAIT");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(), "vulkan: SINTER_VK_WAIT is 'sometimes'; use spin or block");
+  EXPECT_TRUE(spin.ok()) << spin.status();
 }
 
 TEST(VulkanDeviceTest, PipelineStatisticsAreCapturedWhereTheDriverHasThem) {

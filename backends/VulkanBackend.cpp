@@ -113,8 +113,6 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps, bool paramsInBuf
       target.attentionWorkgroup = v;
     else if (kv.first == "attnsplit")
       target.attentionSplits = v;
-    else if (kv.first == "attnchunk")
-      target.attentionChunk = v;
     else if (kv.first == "cus")
       target.computeUnits = v;
   }

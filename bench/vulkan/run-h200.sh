@@ -181,7 +181,7 @@ fi
 
 # 5b''. `run-h200.sh envs`: the fused decode under each setting of SINTER_ENV_SWEEP (words
 # separated by spaces; each `default` or comma-separated VAR=value pairs, e.g.
-# "default SINTER_VK_WAIT=spin SINTER_VK_DIRECT_PARAMS=0,SINTER_VK_QMATMUL=attnchunk=8"), the
+# "default SINTER_VK_WAIT=block SINTER_VK_DIRECT_PARAMS=0,SINTER_VK_QMATMUL=attnsplit=4+attnwg=128"), the
 # settings taken in turn SINTER_AB_ROUNDS times (default 2) so that a drift of the machine falls
 # on all of them; one line of envs.json per setting, round and preset.
 if [ "$what" = envs ]; then

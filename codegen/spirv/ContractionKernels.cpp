@@ -151,7 +151,7 @@ absl::Status emitAttentionKernel(Emitter &e, const OpShape &score, const KernelS
   // Subgroup s takes chunks s, s + NS, ... of kChunk positions: the chunk's K and V loads are
   // all issued before the first reduction (V's first, ahead of the scores' store branch), and its
   // kChunk reductions are independent, so one position's latency no longer follows another's.
-  const int64_t kChunk = e.plan.attentionChunk;
+  constexpr int64_t kChunk = 4;
   Value chunks = e.divu(e.add(seqLen, e.ci(kChunk - 1)), e.ci(kChunk));
   Value lastT = e.sub(seqLen, e.ci(1)); // the loop runs only when seqLen > 0
   // A share is a contiguous run of ceil(chunks / S) chunks (empty past the end).
@@ -164,8 +164,8 @@ absl::Status emitAttentionKernel(Emitter &e, const OpShape &score, const KernelS
   }
   auto state =
       e.forLoop(firstChunk, endChunk, e.ci(subgroups), inits, [&](Value c, mlir::ValueRange it) {
-        llvm::SmallVector<Value, 16> ts, live;
-        llvm::SmallVector<llvm::SmallVector<Value, 4>, 16> vs;
+        llvm::SmallVector<Value, kChunk> ts, live;
+        llvm::SmallVector<llvm::SmallVector<Value, 4>, kChunk> vs;
         for (int64_t i = 0; i < kChunk; ++i) {
           Value t = e.add(e.mul(c, e.ci(kChunk)), e.ci(i));
           live.push_back(e.ult(t, seqLen));
@@ -175,7 +175,7 @@ absl::Status emitAttentionKernel(Emitter &e, const OpShape &score, const KernelS
           for (int64_t k = 0; k < perLane; ++k)
             vs.back().push_back(e.select(valid[k], e.load(vCache, e.add(vRow, ds[k])), e.cf(0.0)));
         }
-        llvm::SmallVector<Value, 16> scoreOf;
+        llvm::SmallVector<Value, kChunk> scoreOf;
         for (int64_t i = 0; i < kChunk; ++i) {
           Value kRow = e.add(e.mul(ts[i], kStride), kBase);
           Value partial = e.cf(0.0);
@@ -191,7 +191,7 @@ absl::Status emitAttentionKernel(Emitter &e, const OpShape &score, const KernelS
         for (int64_t i = 0; i < kChunk; ++i)
           m = e.select(live[i], b.create<arith::MaxNumFOp>(e.loc, m, scoreOf[i]), m);
         Value keep = emitExp(b, e.loc, b.create<arith::SubFOp>(e.loc, it[0], m), MathTarget::Gpu);
-        llvm::SmallVector<Value, 16> ps;
+        llvm::SmallVector<Value, kChunk> ps;
         for (int64_t i = 0; i < kChunk; ++i)
           ps.push_back(e.select(
               live[i],

@@ -385,8 +385,6 @@ KernelPlan planSpec(const KernelSpec &spec, const SpirvTarget &target) {
     plan.workgroupSize = subgroups * lanes;
     plan.unitsPerGroup = 1;
     plan.attentionSplits = shares;
-    if (target.attentionChunk == 8 || target.attentionChunk == 16)
-      plan.attentionChunk = target.attentionChunk;
   }
   // A rope epilogue rotates pairs of rows in the invocation that stores them: a schedule of one
   // row a cluster (K-quants, F32/F16/BF16) takes two.

@@ -93,9 +93,6 @@ struct SpirvTarget {
   /// workgroup a head). Each takes a contiguous share of the positions; the last of a head to
   /// finish (an atomic counter in a scratch binding) merges the shares.
   uint32_t attentionSplits = 0;
-  /// Attention over heads: positions a subgroup takes at once, their K and V loads all issued
-  /// before the first reduction (`attnchunk=N`: 4, 8 or 16; 0: the default, 4).
-  uint32_t attentionChunk = 0;
   /// The integer words in a storage buffer bound after the kernel's other bindings
   /// (SpirvKernel::paramsInBuffer) instead of push constants: the Vulkan runtime then records a
   /// plan's command buffer once and replays it, writing only the words (SINTER_VK_REPLAY=0 turns

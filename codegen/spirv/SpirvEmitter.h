@@ -69,8 +69,6 @@ struct KernelPlan {
   uint32_t maxGroups = 0;
   /// Attention over heads: workgroups per head, and the scratch binding (when more than one).
   uint32_t attentionSplits = 1;
-  /// Attention over heads: positions a subgroup takes at once (SpirvTarget::attentionChunk).
-  uint32_t attentionChunk = 4;
   uint32_t scratchBinding = 0;
   /// u32 words of the push-constant block (the op's integer arguments).
   uint32_t pushConstantWords = 0;

@@ -54,9 +54,11 @@ absl::Status VulkanDevice::init(const VulkanDeviceOptions &options) {
       wait_ = VulkanDeviceOptions::Wait::Spin;
     else if (std::strcmp(env, "block") == 0)
       wait_ = VulkanDeviceOptions::Wait::Block;
+    else if (std::strcmp(env, "auto") == 0)
+      wait_ = VulkanDeviceOptions::Wait::Auto;
     else
       return absl::InvalidArgumentError(
-          absl::StrCat("vulkan: SINTER_VK_WAIT is '", env, "'; use spin or block"));
+          absl::StrCat("vulkan: SINTER_VK_WAIT is '", env, "'; use spin, block or auto"));
   }
   std::string selector = options.deviceSelector;
   if (selector.empty()) {
@@ -70,6 +72,9 @@ absl::Status VulkanDevice::init(const VulkanDeviceOptions &options) {
   const bool statistics = options.pipelineStatistics || envIsOne("SINTER_VK_PIPELINE_STATS");
   SINTER_RETURN_IF_ERROR(createLogicalDevice(statistics));
   timestamps_ = timestamps_ && caps_.timestampValidBits > 0;
+  if (wait_ == VulkanDeviceOptions::Wait::Auto)
+    wait_ = caps_.deviceKind == VK_PHYSICAL_DEVICE_TYPE_CPU ? VulkanDeviceOptions::Wait::Block
+                                                            : VulkanDeviceOptions::Wait::Spin;
   memory_ = std::make_unique<VulkanMemory>(physical_, device_, options.memoryBlockBytes,
                                            caps_.minStorageBufferOffsetAlignment);
   SINTER_ASSIGN_OR_RETURN(staging_, StagingRing::create(physical_, device_, options.stagingBytes));

@@ -62,7 +62,6 @@ protected:
     t.maxSharedMemoryBytes = runner_->maxSharedMemory();
     t.attentionWorkgroup = attentionWorkgroup_;
     t.attentionSplits = attentionSplits_;
-    t.attentionChunk = attentionChunk_;
     t.qmatmulGroups = groups_;
     t.qmatmulWorkgroupRows = workgroupRows_;
     t.qmatmulLaneWords = laneWords_;
@@ -356,7 +355,6 @@ protected:
   /// target()'s SpirvTarget::attentionWorkgroup and attentionSplits.
   uint32_t attentionWorkgroup_ = 0;
   uint32_t attentionSplits_ = 0;
-  uint32_t attentionChunk_ = 0;
   /// target()'s SpirvTarget::qmatmulGroups (0: one workgroup per tile of rows).
   uint32_t groups_ = 0;
   /// target()'s SpirvTarget::qmatmulWorkgroupRows (0: off).
@@ -881,18 +879,6 @@ TEST_F(SpirvKernelTest, AttentionOverHeads) {
   attentionSplits_ = 4;
   checkAttention(8, 4, 64, 257, "8 heads, head_dim 64, 257 positions, 2 subgroups, split 4");
   attentionWorkgroup_ = 0;
-  // attnchunk: 8 or 16 positions a subgroup at once (the last chunk partly past the end).
-  for (uint32_t chunk : {8u, 16u}) {
-    attentionChunk_ = chunk;
-    for (uint32_t splits : {1u, 0u}) {
-      attentionSplits_ = splits;
-      std::string s = ", chunk " + str(chunk) + ", split " + (splits ? str(splits) : "(default)");
-      checkAttention(4, 2, 8, 5, "4 heads (2 per K/V head), head_dim 8, 5 positions" + s);
-      checkAttention(8, 1, 64, 257, "8 heads, head_dim 64, 257 positions" + s);
-      checkAttention(4, 4, 128, 33, "4 heads sharing K/V, head_dim 128, 33 positions" + s);
-    }
-  }
-  attentionChunk_ = 0;
   attentionSplits_ = 0;
 }
 

@@ -193,8 +193,21 @@ TEST(VulkanDeviceTest, UnknownWaitModeIsInvalidArgument) {
   else
     unsetenv("SINTER_VK_WAIT");
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(bad.status().message(), "vulkan: SINTER_VK_WAIT is 'sometimes'; use spin or block");
-  EXPECT_TRUE(spin.ok()) << spin.status();
+  EXPECT_EQ(bad.status().message(),
+            "vulkan: SINTER_VK_WAIT is 'sometimes'; use spin, block or auto");
+  ASSERT_TRUE(spin.ok()) << spin.status();
+  EXPECT_EQ((*spin)->waitMode(), VulkanDeviceOptions::Wait::Spin);
+  // Auto: spin on a GPU, block on a CPU device (lavapipe's workers need the cores).
+  if (!old) {
+    VulkanDeviceOptions options;
+    EXPECT_EQ(options.wait, VulkanDeviceOptions::Wait::Auto);
+    auto automatic = VulkanDevice::create(options);
+    ASSERT_TRUE(automatic.ok()) << automatic.status();
+    EXPECT_EQ((*automatic)->waitMode(),
+              (*automatic)->caps().deviceKind == VK_PHYSICAL_DEVICE_TYPE_CPU
+                  ? VulkanDeviceOptions::Wait::Block
+                  : VulkanDeviceOptions::Wait::Spin);
+  }
 }
 
 TEST(VulkanDeviceTest, PipelineStatisticsAreCapturedWhereTheDriverHasThem) {

@@ -4,7 +4,8 @@
 //
 // The plan is compiled once per trace structure; a run binds this flush's buffers and integers,
 // resolves every step into commands with only the barriers the slots' accesses need (the
-// kernels' integer words go to a parameter buffer), then submits once and waits: the command
+// kernels' integer words go to a parameter buffer, written in place where the device has
+// host-visible device memory), then submits once and waits: the command
 // buffer of the previous run when its commands are the same, else a new recording.
 #include "runtime/vulkan/VulkanPlan.h"
 #include "runtime/vulkan/PlanSteps.h"
@@ -236,8 +237,9 @@ private:
   }
   std::vector<BufferRef> retired_; ///< outgrown scratch ranges, freed after the submission
   /// The kernels' integer words (VulkanKernel::paramWords): a region of paramStride_ bytes per
-  /// dispatch in params_ (device memory), filled at the start of each submission from staging
-  /// that the run writes (paramsHost_).
+  /// dispatch in params_: device-local memory the run writes through its mapping where the
+  /// device has it (paramsMapped_), else device memory filled at the start of each submission
+  /// from staging that the run writes (paramsHost_ points at whichever the run writes).
   uint64_t paramStride_ = 0, paramBytes_ = 0;
   BufferRef params_;
   uint8_t *paramsHost_ = nullptr;

@@ -141,6 +141,21 @@ for b in json.load(sys.stdin).get("benchmarks", []):
   exit 0
 fi
 
+# Google Benchmark's JSON of the fused decode on stdin -> one JSON line per preset: the label
+# (`decode_rows KEY VALUE ROUND`), the round and the host's share of a token (ab and envs).
+decode_rows() {
+  python3 -c '
+import json, sys
+keys = ("tokens_per_s", "between_flushes_us_per_token", "lookup_us_per_token", "run_us_per_token",
+        "wait_us_per_token", "outside_wait_us_per_token", "dispatches_per_token",
+        "queue_submits_per_token")
+for b in json.load(sys.stdin).get("benchmarks", []):
+    row = {sys.argv[1]: sys.argv[2], "round": int(sys.argv[3]), "name": b["name"].split("/min")[0]}
+    row.update({k: round(b[k], 1) for k in keys if k in b})
+    if b.get("error_message"): row["error"] = b["error_message"]
+    print(json.dumps(row))' "$@"
+}
+
 # 5b'. `run-h200.sh ab`: the fused decode of the baseline binary (pack-h200.sh with
 # SINTER_PACK_BASELINE) and of this build in turn, SINTER_AB_ROUNDS times (default 2), so a change
 # of host or kernel code is measured side by side on one machine; one line of ab.json per
@@ -163,16 +178,7 @@ if [ "$what" = ab ]; then
       # shellcheck disable=SC2086 # the words are VAR=value pairs
       timeout 120 env $side_env "$bin" --benchmark_filter=/fused/ \
         --benchmark_min_time="${SINTER_BENCH_MIN_TIME:-2}" --benchmark_format=json 2>>"$log" |
-        python3 -c '
-import json, sys
-keys = ("tokens_per_s", "between_flushes_us_per_token", "lookup_us_per_token", "run_us_per_token",
-        "wait_us_per_token", "outside_wait_us_per_token", "dispatches_per_token",
-        "queue_submits_per_token")
-for b in json.load(sys.stdin).get("benchmarks", []):
-    row = {"binary": sys.argv[1], "round": int(sys.argv[2]), "name": b["name"].split("/min")[0]}
-    row.update({k: round(b[k], 1) for k in keys if k in b})
-    if b.get("error_message"): row["error"] = b["error_message"]
-    print(json.dumps(row))' "$which" "$round" | tee -a "$out/ab.json"
+        decode_rows binary "$which" "$round" | tee -a "$out/ab.json"
       say "ab $which round $round exit ${PIPESTATUS[0]}"
     done
   done
@@ -194,16 +200,7 @@ if [ "$what" = envs ]; then
       timeout 120 env ${vars[@]+"${vars[@]}"} "$dest/bin/sinter-bench-vulkan-decode" \
         --benchmark_filter=/fused/ --benchmark_min_time="${SINTER_BENCH_MIN_TIME:-1}" \
         --benchmark_format=json 2>>"$log" |
-        python3 -c '
-import json, sys
-keys = ("tokens_per_s", "between_flushes_us_per_token", "lookup_us_per_token", "run_us_per_token",
-        "wait_us_per_token", "outside_wait_us_per_token", "dispatches_per_token",
-        "queue_submits_per_token")
-for b in json.load(sys.stdin).get("benchmarks", []):
-    row = {"setting": sys.argv[1], "round": int(sys.argv[2]), "name": b["name"].split("/min")[0]}
-    row.update({k: round(b[k], 1) for k in keys if k in b})
-    if b.get("error_message"): row["error"] = b["error_message"]
-    print(json.dumps(row))' "$setting" "$round" | tee -a "$out/envs.json"
+        decode_rows setting "$setting" "$round" | tee -a "$out/envs.json"
       say "envs '$setting' round $round exit ${PIPESTATUS[0]}"
     done
   done

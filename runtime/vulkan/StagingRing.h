@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "runtime/vulkan/VulkanDevice.h"
 #include <vulkan/vulkan.h>
 
 namespace sinter::runtime::vulkan {
@@ -40,9 +41,7 @@ public:
 private:
   StagingRing() = default;
   VkDevice device_ = VK_NULL_HANDLE;
-  VkBuffer buffer_ = VK_NULL_HANDLE;
-  VkDeviceMemory memory_ = VK_NULL_HANDLE;
-  uint8_t *mapped_ = nullptr;
+  MappedBuffer mapped_;
   uint64_t capacity_ = 0;
   uint64_t used_ = 0;
 };

@@ -106,12 +106,7 @@ VulkanDevice::~VulkanDevice() {
   pipelines_.reset();
   staging_.reset();
   memory_.reset();
-  if (paramArenaHost_)
-    vkUnmapMemory(device_, paramArenaMemory_);
-  if (paramArenaBuffer_ != VK_NULL_HANDLE)
-    vkDestroyBuffer(device_, paramArenaBuffer_, nullptr);
-  if (paramArenaMemory_ != VK_NULL_HANDLE)
-    vkFreeMemory(device_, paramArenaMemory_, nullptr);
+  destroyMappedBuffer(device_, paramArenaMemory_);
   if (fence_ != VK_NULL_HANDLE)
     vkDestroyFence(device_, fence_, nullptr);
   if (commandPool_ != VK_NULL_HANDLE)
@@ -134,34 +129,17 @@ absl::StatusOr<VulkanDevice::MappedRange> VulkanDevice::allocateMappedParams(uin
     paramArenaState_ = 2;
     if (!directParams_ || directParamsBytes_ == 0)
       return absl::NotFoundError("vulkan: direct parameter memory is off");
-    auto info = vkStruct<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
-    info.size = directParamsBytes_;
-    info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT;
-    info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-    SINTER_RETURN_IF_ERROR(vkStatus(vkCreateBuffer(device_, &info, nullptr, &paramArenaBuffer_),
-                                    "vkCreateBuffer of the direct parameter memory"));
-    VkMemoryRequirements req;
-    vkGetBufferMemoryRequirements(device_, paramArenaBuffer_, &req);
-    VkPhysicalDeviceMemoryProperties props;
-    vkGetPhysicalDeviceMemoryProperties(physical_, &props);
     const VkMemoryPropertyFlags need = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT |
                                        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
                                        VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-    uint32_t type = findMemoryType(props, req.memoryTypeBits, need, need);
-    if (type == UINT32_MAX)
+    absl::StatusOr<MappedBuffer> mapped =
+        createMappedBuffer(physical_, device_, directParamsBytes_,
+                           VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT,
+                           need, need, "the direct parameter memory");
+    if (mapped.status().code() == absl::StatusCode::kNotFound)
       return absl::NotFoundError("vulkan: no device-local host-visible coherent memory type");
-    auto alloc = vkStruct<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
-    alloc.allocationSize = req.size;
-    alloc.memoryTypeIndex = type;
-    SINTER_RETURN_IF_ERROR(vkStatus(vkAllocateMemory(device_, &alloc, nullptr, &paramArenaMemory_),
-                                    "vkAllocateMemory of the direct parameter memory"));
-    SINTER_RETURN_IF_ERROR(
-        vkStatus(vkBindBufferMemory(device_, paramArenaBuffer_, paramArenaMemory_, 0),
-                 "vkBindBufferMemory"));
-    void *mapped = nullptr;
-    SINTER_RETURN_IF_ERROR(vkStatus(
-        vkMapMemory(device_, paramArenaMemory_, 0, VK_WHOLE_SIZE, 0, &mapped), "vkMapMemory"));
-    paramArenaHost_ = static_cast<uint8_t *>(mapped);
+    SINTER_RETURN_IF_ERROR(mapped.status());
+    paramArenaMemory_ = *mapped;
     paramArena_ = std::make_unique<RangeAllocator>(directParamsBytes_);
     paramArenaState_ = 1;
   }
@@ -172,12 +150,13 @@ absl::StatusOr<VulkanDevice::MappedRange> VulkanDevice::allocateMappedParams(uin
   if (!at)
     return absl::ResourceExhaustedError(
         absl::StrCat("vulkan: the direct parameter memory has no ", bytes, " bytes left"));
-  return MappedRange{BufferRef{paramArenaBuffer_, *at, bytes, 0}, paramArenaHost_ + *at};
+  return MappedRange{BufferRef{paramArenaMemory_.buffer, *at, bytes, 0},
+                     paramArenaMemory_.host + *at};
 }
 
 void VulkanDevice::freeMappedParams(const BufferRef &ref) {
   absl::MutexLock lock(&paramArenaMutex_);
-  if (paramArena_ && ref.buffer == paramArenaBuffer_)
+  if (paramArena_ && ref.buffer == paramArenaMemory_.buffer)
     paramArena_->free(ref.offset);
 }
 

@@ -123,6 +123,14 @@ struct VulkanDeviceOptions {
   uint64_t directParamsBytes = 8ull << 20;
 };
 
+/// One VkBuffer bound over its own VkDeviceMemory, mapped for the host: the staging ring and the
+/// direct parameter memory (createMappedBuffer in VulkanMemory.h).
+struct MappedBuffer {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  uint8_t *host = nullptr;
+};
+
 /// A range of a device-local storage buffer. Several refs may share one VkBuffer (sub-allocation);
 /// `offset` is a multiple of minStorageBufferOffsetAlignment.
 struct BufferRef {
@@ -314,9 +322,7 @@ private:
   int paramArenaState_ ABSL_GUARDED_BY(paramArenaMutex_) = 0;
   bool directParams_ = true;
   uint64_t directParamsBytes_ = 0;
-  VkBuffer paramArenaBuffer_ = VK_NULL_HANDLE;
-  VkDeviceMemory paramArenaMemory_ = VK_NULL_HANDLE;
-  uint8_t *paramArenaHost_ = nullptr;
+  MappedBuffer paramArenaMemory_;
   std::unique_ptr<RangeAllocator> paramArena_ ABSL_GUARDED_BY(paramArenaMutex_);
 };
 

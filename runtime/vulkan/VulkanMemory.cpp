@@ -28,6 +28,56 @@ uint32_t findMemoryType(const VkPhysicalDeviceMemoryProperties &props, uint32_t 
   return fallback;
 }
 
+absl::StatusOr<MappedBuffer> createMappedBuffer(VkPhysicalDevice physical, VkDevice device,
+                                                uint64_t bytes, VkBufferUsageFlags usage,
+                                                VkMemoryPropertyFlags required,
+                                                VkMemoryPropertyFlags preferred,
+                                                const std::string &what) {
+  MappedBuffer out;
+  auto info = vkStruct<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
+  info.size = bytes;
+  info.usage = usage;
+  info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  SINTER_RETURN_IF_ERROR(vkStatus(vkCreateBuffer(device, &info, nullptr, &out.buffer),
+                                  absl::StrCat("vkCreateBuffer of ", what)));
+  VkMemoryRequirements req;
+  vkGetBufferMemoryRequirements(device, out.buffer, &req);
+  VkPhysicalDeviceMemoryProperties props;
+  vkGetPhysicalDeviceMemoryProperties(physical, &props);
+  uint32_t type = findMemoryType(props, req.memoryTypeBits, required, preferred);
+  absl::Status s;
+  if (type == UINT32_MAX) {
+    s = absl::NotFoundError(absl::StrCat("no memory type for ", what));
+  } else {
+    auto alloc = vkStruct<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
+    alloc.allocationSize = req.size;
+    alloc.memoryTypeIndex = type;
+    s = vkStatus(vkAllocateMemory(device, &alloc, nullptr, &out.memory),
+                 absl::StrCat("vkAllocateMemory of ", req.size, " bytes for ", what));
+  }
+  if (s.ok())
+    s = vkStatus(vkBindBufferMemory(device, out.buffer, out.memory, 0), "vkBindBufferMemory");
+  void *mapped = nullptr;
+  if (s.ok())
+    s = vkStatus(vkMapMemory(device, out.memory, 0, VK_WHOLE_SIZE, 0, &mapped), "vkMapMemory");
+  if (!s.ok()) {
+    destroyMappedBuffer(device, out);
+    return s;
+  }
+  out.host = static_cast<uint8_t *>(mapped);
+  return out;
+}
+
+void destroyMappedBuffer(VkDevice device, MappedBuffer &buffer) {
+  if (buffer.host)
+    vkUnmapMemory(device, buffer.memory);
+  if (buffer.buffer != VK_NULL_HANDLE)
+    vkDestroyBuffer(device, buffer.buffer, nullptr);
+  if (buffer.memory != VK_NULL_HANDLE)
+    vkFreeMemory(device, buffer.memory, nullptr);
+  buffer = MappedBuffer{};
+}
+
 static constexpr VkBufferUsageFlags kStorageUsage =
     VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT |
     VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -25,6 +26,18 @@ struct MemoryStats {
   uint64_t liveAllocations = 0;
   uint64_t liveBytes = 0;
 };
+
+/// Creates `bytes` of buffer with `usage` in a memory type that has every `required` flag (one
+/// with the `preferred` flags too where there is one), binds and maps it. NotFound when no type
+/// has the required flags; `what` names the buffer in the driver's errors. Nothing is left
+/// behind on failure.
+absl::StatusOr<MappedBuffer> createMappedBuffer(VkPhysicalDevice physical, VkDevice device,
+                                                uint64_t bytes, VkBufferUsageFlags usage,
+                                                VkMemoryPropertyFlags required,
+                                                VkMemoryPropertyFlags preferred,
+                                                const std::string &what);
+/// Unmaps and releases a buffer from createMappedBuffer (null handles are skipped).
+void destroyMappedBuffer(VkDevice device, MappedBuffer &buffer);
 
 class VulkanMemory {
 public:

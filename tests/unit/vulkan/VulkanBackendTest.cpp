@@ -62,6 +62,8 @@ runtime::vulkan::VulkanKernelBuilder handWrittenKernels() {
   };
 }
 
+double nmse(const std::vector<float> &out, const std::vector<float> &ref);
+
 class VulkanBackendTest : public ::testing::Test {
 protected:
   void SetUp() override {
@@ -118,6 +120,35 @@ protected:
     for (float &x : v)
       x = d(rng);
     return v;
+  }
+
+  // attn_score with a growing seq_len through the generated kernels (indirect grids, words in
+  // the parameter buffer) against the reference: the body of the Grids... tests below.
+  void checkIndirectGrids() {
+    BackendOptions options;
+    options.kind = "vulkan";
+    options.fusion = false;
+    VulkanBackendOptions vulkan;
+    vulkan.device = device_;
+    vulkan.stats = stats_;
+    auto backend = createVulkanBackend(options, vulkan);
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    ComputeBackend &b = **backend;
+    ReferenceBackend ref;
+    const uint32_t headDim = 64, maxT = 100;
+    std::vector<float> q = random(headDim, 31), k = random(headDim * maxT, 32);
+    BufferHandle hq = buffer(b, q), hk = buffer(b, k), hs = b.allocate(maxT * 4).value();
+    BufferHandle rq = buffer(ref, q), rk = buffer(ref, k), rs = ref.allocate(maxT * 4).value();
+    for (uint32_t t = 1; t <= maxT; ++t) {
+      ASSERT_TRUE(b.attnScore(hq, hk, hs, headDim, t, 0, 0, headDim).ok());
+      ASSERT_TRUE(ref.attnScore(rq, rk, rs, headDim, t, 0, 0, headDim).ok());
+      std::vector<float> got = read(b, hs, t), want = read(ref, rs, t);
+      ASSERT_LT(nmse(got, want), 1e-7) << "seq_len " << t;
+    }
+    runtime::vulkan::VulkanCompilerStats st = stats_->get();
+    EXPECT_EQ(st.runs, maxT);
+    EXPECT_LE(st.recordings, 3u) << st.replays << " replays over " << st.plans << " plans";
+    EXPECT_GE(st.replays, maxT - 3);
   }
 
   std::shared_ptr<VulkanDevice> device_;
@@ -324,57 +355,10 @@ TEST_F(VulkanBackendTest, ChangedCommandsAreRecordedAgain) {
 // attn_score's grid follows seq_len (a workgroup per few positions): once seq_len is a plan
 // parameter, the generated kernel is dispatched indirectly, the grid written with the words, so
 // a growing context keeps replaying one command buffer.
-void checkIndirectGrids(const std::shared_ptr<VulkanDevice> &device,
-                        const std::shared_ptr<VulkanStatsSink> &stats) {
-  BackendOptions options;
-  options.kind = "vulkan";
-  options.fusion = false;
-  VulkanBackendOptions vulkan;
-  vulkan.device = device;
-  vulkan.stats = stats;
-  auto backend = createVulkanBackend(options, vulkan);
-  ASSERT_TRUE(backend.ok()) << backend.status();
-  ComputeBackend &b = **backend;
-  ReferenceBackend ref;
-  auto random = [](size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> d(-3, 3);
-    std::vector<float> v(n);
-    for (float &x : v)
-      x = d(rng);
-    return v;
-  };
-  auto buffer = [](ComputeBackend &be, const std::vector<float> &values) {
-    BufferHandle h = be.allocate(values.size() * 4).value();
-    EXPECT_TRUE(be.copyToDevice(runtime::vulkan::test::asBytes(values), h).ok());
-    return h;
-  };
-  auto read = [](ComputeBackend &be, BufferHandle h, size_t n) {
-    std::vector<float> out(n);
-    absl::Status s = be.copyFromDevice(h, runtime::vulkan::test::asWritableBytes(out));
-    EXPECT_TRUE(s.ok()) << s;
-    return out;
-  };
-  const uint32_t headDim = 64, maxT = 100;
-  std::vector<float> q = random(headDim, 31), k = random(headDim * maxT, 32);
-  BufferHandle hq = buffer(b, q), hk = buffer(b, k), hs = b.allocate(maxT * 4).value();
-  BufferHandle rq = buffer(ref, q), rk = buffer(ref, k), rs = ref.allocate(maxT * 4).value();
-  for (uint32_t t = 1; t <= maxT; ++t) {
-    ASSERT_TRUE(b.attnScore(hq, hk, hs, headDim, t, 0, 0, headDim).ok());
-    ASSERT_TRUE(ref.attnScore(rq, rk, rs, headDim, t, 0, 0, headDim).ok());
-    std::vector<float> got = read(b, hs, t), want = read(ref, rs, t);
-    ASSERT_LT(nmse(got, want), 1e-7) << "seq_len " << t;
-  }
-  runtime::vulkan::VulkanCompilerStats st = stats->get();
-  EXPECT_EQ(st.runs, maxT);
-  EXPECT_LE(st.recordings, 3u) << st.replays << " replays over " << st.plans << " plans";
-  EXPECT_GE(st.replays, maxT - 3);
-}
-
 TEST_F(VulkanBackendTest, GridsThatFollowAParameterAreDispatchedIndirectly) {
   if (!haveSpirvCodegen())
     GTEST_SKIP() << "the SPIR-V code generator is not in this build";
-  checkIndirectGrids(device_, stats_);
+  checkIndirectGrids();
 }
 
 // The parameter words staged and copied at the start of each submission, as on a device without
@@ -398,7 +382,7 @@ TEST_F(StagedParamsTest, GridsThatFollowAParameterAreDispatchedIndirectly) {
   if (!haveSpirvCodegen())
     GTEST_SKIP() << "the SPIR-V code generator is not in this build";
   EXPECT_EQ(device_->allocateMappedParams(64).status().code(), absl::StatusCode::kNotFound);
-  checkIndirectGrids(device_, stats_);
+  checkIndirectGrids();
 }
 
 TEST_F(TinyParamArenaTest, GridsThatFollowAParameterAreDispatchedIndirectly) {
@@ -407,7 +391,7 @@ TEST_F(TinyParamArenaTest, GridsThatFollowAParameterAreDispatchedIndirectly) {
   absl::StatusCode full = device_->allocateMappedParams(64).status().code();
   EXPECT_TRUE(full == absl::StatusCode::kResourceExhausted || full == absl::StatusCode::kNotFound)
       << full;
-  checkIndirectGrids(device_, stats_);
+  checkIndirectGrids();
 }
 
 TEST_F(VulkanBackendTest, ReplayOffRecordsEveryFlush) {

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "backends/EagerBackend.h"
 #include "passes/FusionCompiler.h"
 #include "runtime/LazyBackend.h"
+#include "runtime/vulkan/LaunchGroups.h"
 #include "runtime/vulkan/VulkanBufferStore.h"
 #include "sinter/Status.h"
 #ifdef SINTER_HAVE_SPIRV_CODEGEN
@@ -88,6 +90,8 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps, bool paramsInBuf
       target.qmatmulPrefetch = target.qmatmulPrefetchSmallGrids = kv.second != "0";
     if (kv.first == "window")
       target.qmatmulBlockWindow = kv.second != "0";
+    if (kv.first == "early")
+      target.qmatmulEarlyInputs = kv.second != "0";
     if (kv.first == "nonwritable")
       target.readOnlyBindings = kv.second != "0";
     uint32_t v = 0;
@@ -138,6 +142,9 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps, bool paramsInBuf
     out.extraPushWords = k.extraPushWords;
     out.perHead = k.perHead;
     static_assert(codegen::kScratchMember == runtime::vulkan::kScratchBindingMember);
+    static_assert(codegen::kAttnStoreScores == runtime::vulkan::kAttentionStoreScoresWord);
+    static_assert(codegen::kAttnExtraWords ==
+                  std::tuple_size_v<decltype(runtime::vulkan::Launch::attentionWords)>);
     out.attentionSplits = k.attentionSplits;
     out.scratchWordsPerHead = k.scratchWordsPerHead;
     out.grid = [k](const int64_t *ints) { return k.grid(ints); };
@@ -171,6 +178,7 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> createVulkanBackend(const Backen
   compilerOptions.replay = vulkan.replay && !replayDisabledByEnv();
   compilerOptions.siblingProducts = !turnedOffByEnv("pairs");
   compilerOptions.stackedProducts = !turnedOffByEnv("stack");
+  compilerOptions.elideDeadScores = !turnedOffByEnv("deadscores");
   const char *stats = std::getenv("SINTER_STATS");
   compilerOptions.printKernelTimes = stats && *stats && std::strcmp(stats, "0") != 0;
   VulkanKernelBuilder builder = vulkan.builder

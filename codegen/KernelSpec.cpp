@@ -79,6 +79,7 @@ std::string KernelSpec::key() const {
   k.push_back(stackedProducts ? 1 : 0);
   k.append(reinterpret_cast<const char *>(&unstoredOutputs), sizeof(unstoredOutputs));
   k.append(reinterpret_cast<const char *>(&rowsHint), sizeof(rowsHint));
+  k.append(reinterpret_cast<const char *>(&earlyInputs), sizeof(earlyInputs));
   for (const OpShape &s : prologue)
     appendShape(&k, s);
   appendShape(&k, anchor);
@@ -146,6 +147,8 @@ std::string KernelSpec::name() const {
     absl::StrAppend(&n, "_nostore", unstoredOutputs);
   if (rowsHint != 0)
     absl::StrAppend(&n, "_r", rowsHint);
+  if (earlyInputs != 0)
+    absl::StrAppend(&n, "_early", earlyInputs);
   return n;
 }
 

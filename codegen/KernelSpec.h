@@ -70,6 +70,10 @@ struct KernelSpec {
   /// n_cols, and has a static n_rows; one launch computes them all, the first workgroups taking
   /// the anchor's rows, the next the second product's, and so on (stackedSegments).
   bool stackedProducts = false;
+  /// Bit m set: member m is an add or element_mul of the epilogue whose second input no member
+  /// before it writes (the runtime checks the slots), so the kernel may load that input before
+  /// it computes the product (the residual's load off the end of the critical path).
+  uint32_t earlyInputs = 0;
 
   /// A byte string that is equal for two specs exactly when they compile to the same code.
   std::string key() const;

@@ -101,7 +101,7 @@ void emitAttnValueKernel(Emitter &e, const OpShape &op) {
 // and keep a running max m, sum l and weighted sum of V (an online softmax); the subgroups' states
 // are merged through workgroup memory at the end. Only the last head's workgroup writes the scores
 // buffer (the raw scores while scanning, then the normalized weights), which is what running the
-// members head after head leaves there.
+// members head after head leaves there, unless word kAttnStoreScores is 0.
 absl::Status emitAttentionKernel(Emitter &e, const OpShape &score, const KernelSpec &spec) {
   if (!score.isStatic(0) || score.ints[0] <= 0)
     return absl::UnimplementedError("attention: the SPIR-V kernel needs a compile-time head_dim");
@@ -132,7 +132,11 @@ absl::Status emitAttentionKernel(Emitter &e, const OpShape &score, const KernelS
   Value kBase = e.add(kOffset, e.mul(kvHead, kStep));
   Value vBase = e.add(vOffset, e.mul(kvHead, vStep));
   Value oBase = e.add(outOffset, e.mul(head, outStep));
-  Value isLast = e.ult(e.sub(heads, e.ci(1)), e.add(head, e.ci(1)));
+  // The scores buffer is written by the last head's workgroups, and not at all when the runtime
+  // says a later step overwrites it first (kAttnStoreScores = 0: no raw scores stored while
+  // scanning, no normalizing pass at the end of the merge).
+  Value isLast = b.create<arith::AndIOp>(e.loc, e.ult(e.sub(heads, e.ci(1)), e.add(head, e.ci(1))),
+                                         e.ult(e.ci(0), extra(kAttnStoreScores)));
   Value sg = e.subgroupId(), lane = e.laneId();
   Value scale = e.cf(1.0 / std::sqrt(double(dim)));
   // Lane l's elements d = l + k S; those past head_dim read element 0 and count as 0.

@@ -439,6 +439,24 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
       return bases;
     };
     llvm::SmallVector<Value, 4> rowBases = rowBasesOf(firstRow);
+    // The second inputs of binary epilogue members that no earlier member writes
+    // (KernelSpec::earlyInputs: the residual of wo and down), loaded now for the workgroup's own
+    // rows so that their latency overlaps the product instead of following its reduction. Only
+    // where every store is of the workgroup's own tile (no capped grid, no workgroup rows).
+    const int firstMember = static_cast<int>(spec.prologue.size()) + 1;
+    std::map<int, llvm::SmallVector<Value, 4>> early;
+    if (spec.earlyInputs && e.target.qmatmulEarlyInputs && !sibling && !e.plan.maxGroups &&
+        !e.plan.workgroupRows)
+      for (size_t j = 0; j < spec.epilogue.size(); ++j) {
+        int m = firstMember + static_cast<int>(j);
+        OpKind kind = spec.epilogue[j].kind;
+        if ((kind != OpKind::Add && kind != OpKind::ElementMul) || m >= 32 ||
+            !((spec.earlyInputs >> m) & 1))
+          continue;
+        for (int64_t r = 0; r < outRows; ++r)
+          early[m].push_back(
+              e.load(e.memberBuffer(m, 1), e.minu(e.add(firstRow, e.ci(r)), lastRow)));
+      }
     // iters: one dot product per row, then the sum of squares of the norm's input.
     llvm::SmallVector<Value, 5> inits(rows + 1, e.cf(0.0));
     // The norm's scale and store, then each row's store and epilogue, by the invocation
@@ -514,8 +532,12 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
               continue;
             }
             llvm::SmallVector<Value, 2> inputs{v};
-            if (kind != OpKind::Silu)
-              inputs.push_back(sibling ? totals[1] : e.load(e.memberBuffer(m, 1), row));
+            if (kind != OpKind::Silu) {
+              auto pre = early.find(m);
+              inputs.push_back(sibling              ? totals[1]
+                               : pre != early.end() ? pre->second[r]
+                                                    : e.load(e.memberBuffer(m, 1), row));
+            }
             v = emitElementwise(e.b, e.loc, kind, inputs, MathTarget::Gpu);
             e.store(v, e.memberBuffer(m, kind == OpKind::Silu ? 1 : 2), row);
           }

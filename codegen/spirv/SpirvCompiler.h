@@ -58,6 +58,9 @@ struct SpirvTarget {
   /// int8-x quantized_matmul with a whole block a lane: read d from the words that hold the
   /// block's quants (one load fewer a block; `window=0` loads d's word apart).
   bool qmatmulBlockWindow = true;
+  /// quantized_matmul: load the second inputs of the epilogue's adds and element_muls that
+  /// KernelSpec::earlyInputs marks at the kernel's start (`early=0`: after the reduction).
+  bool qmatmulEarlyInputs = true;
   /// Q4_0/Q8_0 on a device with integer dot products (intDot): quantize x to int8 per block of
   /// 32 in workgroup memory and multiply 4 quants at a time (SEMANTICS.md's 5e-4 bound for
   /// quantized activations). `dot=0` or SINTER_PRECISE=1 keeps x in f32.
@@ -123,6 +126,10 @@ enum AttentionWord : uint32_t {
   kAttnKStep,      ///< attn_score kv_offset = head 0's + (h / heads per kv) * this
   kAttnVStep,      ///< attn_value kv_offset, likewise
   kAttnOutStep,    ///< attn_value out_offset = head 0's + h * this
+  /// 1: the last head writes the scores buffer (what the members leave there); 0: it does not,
+  /// because a later step overwrites those scores before anything reads them (the runtime's
+  /// liveness check, VulkanPlan.cpp), so the kernel skips their stores and normalization.
+  kAttnStoreScores,
   kAttnExtraWords
 };
 

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "support/Ops.h"
+
 namespace sinter::runtime::vulkan {
 namespace {
 
@@ -29,6 +31,27 @@ codegen::OpShape shape(const KernelMember &m) {
 
 bool isElementwise(OpKind k) {
   return k == OpKind::Silu || k == OpKind::Add || k == OpKind::ElementMul;
+}
+
+// KernelSpec::earlyInputs of a chain's members (spec order): the adds and element_muls whose
+// second input no member before them writes, so the kernel may load it at its start. (The
+// in-place residual add reads and writes its own slot: only its own row, after the read.)
+uint32_t earlyInputsOf(const std::vector<KernelMember> &members) {
+  uint32_t bits = 0;
+  std::vector<uint32_t> written;
+  for (size_t i = 0; i < members.size() && i < 32; ++i) {
+    const OpCall &op = members[i].entry.op;
+    if (i > 0 && (isOp(members[i], OpKind::Add) || isOp(members[i], OpKind::ElementMul)) &&
+        std::find(written.begin(), written.end(), slot(members[i], 1)) == written.end())
+      bits |= uint32_t(1) << i;
+    absl::StatusOr<AccessList> accesses = opAccesses(op);
+    if (!accesses.ok())
+      return 0;
+    for (const BufferAccess &a : *accesses)
+      if (a.write)
+        written.push_back(Trace::slotOf(op.buffers[a.bufferIndex]));
+  }
+  return bits;
 }
 
 Launch single(const KernelMember &m) {
@@ -248,6 +271,7 @@ Launch chainLaunch(const KernelMember *norm, const KernelMember &q,
     l.spec.epilogue.push_back(shape(m));
   }
   l.spec.unstoredOutputs = norm && !storeNorm ? 1u : 0u;
+  l.spec.earlyInputs = earlyInputsOf(l.members);
   uint64_t rows = 0; // schedules that depend on the grid's size need the row count
   if (fixedInt(q, 0, &rows) && rows <= UINT32_MAX)
     l.spec.rowsHint = static_cast<uint32_t>(rows);
@@ -342,8 +366,13 @@ Launch attentionAt(const std::vector<KernelMember> &ops, size_t begin, size_t *t
   l.spec.epilogue = {shape(ops[begin + 1]), shape(ops[begin + 2])};
   l.spec.attentionOverHeads = true;
   l.headMembers.assign(ops.begin() + begin, ops.begin() + begin + 3 * n);
-  l.attentionWords = {uint32_t(n),     uint32_t(group), uint32_t(qStep),
-                      uint32_t(kStep), uint32_t(vStep), uint32_t(outStep)};
+  l.attentionWords = {uint32_t(n),
+                      uint32_t(group),
+                      uint32_t(qStep),
+                      uint32_t(kStep),
+                      uint32_t(vStep),
+                      uint32_t(outStep),
+                      1u}; // scores stored unless dead
   *taken = 3 * n;
   return l;
 }

@@ -44,9 +44,14 @@ struct Launch {
   /// Attention: every head's members in order (score, softmax, value per head) for the run-time
   /// check that all heads see the same seq_len, and for running them one by one when not.
   std::vector<KernelMember> headMembers;
-  /// Attention: codegen::AttentionWord values (heads, heads per K/V head, the four strides).
-  std::array<uint32_t, 6> attentionWords{};
+  /// Attention: codegen::AttentionWord values (heads, heads per K/V head, the four strides,
+  /// and whether to store the scores: 1 here, the plan clears it for dead scores).
+  std::array<uint32_t, 7> attentionWords{};
 };
+
+/// Index of codegen::kAttnStoreScores in Launch::attentionWords (VulkanBackend.cpp checks that
+/// they agree; the runtime does not include the code generator's header).
+inline constexpr size_t kAttentionStoreScoresWord = 6;
 
 struct LaunchOptions {
   /// A horizontal group's rope and KV-cache copies become epilogues of its projections: Q's

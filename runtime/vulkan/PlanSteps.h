@@ -20,7 +20,7 @@ struct HeadFallback {
   std::vector<KernelMember> members;
   std::vector<const VulkanCompiler::Built *> built;
   std::vector<StepAccesses> access;
-  std::array<uint32_t, 6> words{};
+  std::array<uint32_t, 7> words{};
 };
 
 // One step of a plan.
@@ -51,7 +51,7 @@ std::unique_ptr<Plan> makeVulkanPlan(std::shared_ptr<VulkanDevice> device,
                                      std::shared_ptr<VulkanCompiler::Shared> shared,
                                      std::vector<Step> steps, size_t launches, size_t numSlots,
                                      std::string description, bool printTimes, bool checkValidation,
-                                     bool replay);
+                                     bool replay, bool elideDeadScores);
 
 } // namespace sinter::runtime::vulkan
 

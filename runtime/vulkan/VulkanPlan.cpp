@@ -133,7 +133,7 @@ public:
   VulkanPlanImpl(std::shared_ptr<VulkanDevice> device,
                  std::shared_ptr<VulkanCompiler::Shared> shared, std::vector<Step> steps,
                  size_t launches, size_t numSlots, std::string description, bool printTimes,
-                 bool checkValidation, bool replay)
+                 bool checkValidation, bool replay, bool elideDeadScores)
       : device_(std::move(device)), shared_(std::move(shared)), steps_(std::move(steps)),
         launches_(launches), numSlots_(numSlots), description_(std::move(description)),
         timed_(device_->timestampsEnabled()), printTimes_(printTimes && timed_),
@@ -155,6 +155,8 @@ public:
       paramStride_ = alignScratch(4 * (words + 3));
       paramBytes_ = regions * paramStride_;
     }
+    if (elideDeadScores)
+      findScoresOverwrites();
   }
   ~VulkanPlanImpl() override {
     device_->freeCommands(replayCmd_);
@@ -195,7 +197,7 @@ private:
   absl::Status resolveUpload(size_t index, const PlanArgs &args, HazardTracker &hazards);
   absl::Status resolveCopy(const OpCall &op, const PlanArgs &args, HazardTracker &hazards);
   absl::Status resolveDispatch(const VulkanCompiler::Built &built, absl::Span<const OpCall> ops,
-                               size_t anchor, const std::array<uint32_t, 6> *attentionWords,
+                               size_t anchor, const std::array<uint32_t, 7> *attentionWords,
                                const PlanArgs &args, int64_t query, bool indirect = false);
   void barrier() {
     commands_.push_back(barrierCommand(
@@ -205,6 +207,13 @@ private:
     ++barriers_;
   }
   std::string stepName(size_t i) const;
+  /// Fills scoresOverwrittenBy_: for each attention step, the next step that touches its scores
+  /// slot when that is an attention step too (which writes the scores before reading them).
+  void findScoresOverwrites();
+  /// Whether attention step i's scores are dead this run: the step scoresOverwrittenBy_ names
+  /// runs as one attention launch (its heads agree) over at least as many positions, so it
+  /// overwrites every score step i would leave. Its uniformity is cached per run (uniform_).
+  bool scoresDead(size_t i, const PlanArgs &args);
   /// Reads the flush's timestamps into the stats (kernel time, span, host time) and, with
   /// printTimes_, prints a line per dispatch and one for the flush.
   void collectTimes(const std::vector<uint32_t> &dispatchSteps, double recordSeconds);
@@ -212,6 +221,13 @@ private:
   std::shared_ptr<VulkanDevice> device_;
   std::shared_ptr<VulkanCompiler::Shared> shared_;
   std::vector<Step> steps_;
+  /// Per step: the attention step that overwrites its scores before anything reads them, or
+  /// kNoStep (findScoresOverwrites).
+  static constexpr size_t kNoStep = ~size_t(0);
+  std::vector<size_t> scoresOverwrittenBy_;
+  /// Per step, this run: 0 not yet known, 1 its heads agree (one attention launch), 2 not.
+  std::vector<uint8_t> uniform_;
+  uint64_t deadScores_ = 0;
   size_t launches_;
   size_t numSlots_;
   std::string description_;
@@ -228,7 +244,7 @@ private:
   BufferRef attentionScratch_;
   uint64_t attentionCursor_ = 0;
   static uint64_t attentionScratchBytes(const VulkanKernel &k,
-                                        const std::array<uint32_t, 6> *attentionWords) {
+                                        const std::array<uint32_t, 7> *attentionWords) {
     return attentionWords ? uint64_t(4) * k.scratchWordsPerHead * (*attentionWords)[0] : 0;
   }
   uint64_t alignScratch(uint64_t bytes) const {
@@ -465,7 +481,7 @@ absl::Status VulkanPlanImpl::resolveCopy(const OpCall &op, const PlanArgs &args,
 
 absl::Status VulkanPlanImpl::resolveDispatch(const VulkanCompiler::Built &built,
                                              absl::Span<const OpCall> ops, size_t anchor,
-                                             const std::array<uint32_t, 6> *attentionWords,
+                                             const std::array<uint32_t, 7> *attentionWords,
                                              const PlanArgs &args, int64_t query, bool indirect) {
   const VulkanKernel &k = built.kernel;
   const Pipeline &p = *built.pipeline;
@@ -495,7 +511,7 @@ absl::Status VulkanPlanImpl::resolveDispatch(const VulkanCompiler::Built &built,
     size_t m = k.pushConstantMembers.empty() ? 0 : k.pushConstantMembers[j];
     words[j] = static_cast<uint32_t>(ops[m].ints[k.pushConstantInts[j]]);
   }
-  for (uint32_t j = 0; j < k.extraPushWords && j < 6; ++j)
+  for (uint32_t j = 0; j < k.extraPushWords && j < attentionWords->size(); ++j)
     words[k.pushConstantInts.size() + j] = (*attentionWords)[j];
   absl::InlinedVector<BufferRef, 12> refs;
   uint32_t storageBindings = k.binary.numBuffers - (k.paramWords > 0 ? 1 : 0);
@@ -595,6 +611,44 @@ StagingSpan VulkanPlanImpl::recordReadback(const PlanArgs &args) {
   return *span;
 }
 
+void VulkanPlanImpl::findScoresOverwrites() {
+  scoresOverwrittenBy_.assign(steps_.size(), kNoStep);
+  auto scoresSlot = [](const Step &s) { return Trace::slotOf(s.members[0].entry.op.buffers[2]); };
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const Step &s = steps_[i];
+    if (s.kind != Step::Kind::Dispatch || !s.heads || s.members.empty())
+      continue;
+    const uint32_t scores = scoresSlot(s);
+    for (size_t j = i + 1; j < steps_.size(); ++j) {
+      const StepAccesses &a = steps_[j].access;
+      bool touches = false;
+      for (int k = 0; k < a.count && !touches; ++k)
+        touches = a.slots[k] == scores;
+      if (!touches)
+        continue;
+      const Step &next = steps_[j];
+      if (next.kind == Step::Kind::Dispatch && next.heads && !next.members.empty() &&
+          scoresSlot(next) == scores)
+        scoresOverwrittenBy_[i] = j;
+      break;
+    }
+  }
+}
+
+bool VulkanPlanImpl::scoresDead(size_t i, const PlanArgs &args) {
+  if (i >= scoresOverwrittenBy_.size() || scoresOverwrittenBy_[i] == kNoStep)
+    return false;
+  const size_t j = scoresOverwrittenBy_[i];
+  if (uniform_[j] == 0)
+    uniform_[j] = attentionUniform(steps_[j].heads->members, args.params) ? 1 : 2;
+  if (uniform_[j] != 1)
+    return false;
+  // seq_len of head 0's attn_score: what the launch writes scores for.
+  const uint64_t mine = boundOp(steps_[i].heads->members[0], args.params).ints[1];
+  const uint64_t theirs = boundOp(steps_[j].heads->members[0], args.params).ints[1];
+  return theirs >= mine;
+}
+
 absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
   if (args.slotDevice.size() < numSlots_)
     return absl::FailedPreconditionError(
@@ -659,6 +713,9 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
   }
   HazardTracker hazards(numSlots_);
   std::vector<uint32_t> dispatchSteps;
+  if (!scoresOverwrittenBy_.empty())
+    uniform_.assign(steps_.size(), 0);
+  deadScores_ = 0;
   bool split = false;
   for (size_t i = 0; i < steps_.size() && status.ok(); ++i) {
     const Step &s = steps_[i];
@@ -683,7 +740,9 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
       if (s.heads && !s.built->kernel.perHead) {
         // Never: an attention step always has the per-head kernel.
         status = absl::InternalError("vulkan: attention step without its kernel");
-      } else if (s.heads && !attentionUniform(s.heads->members, args.params)) {
+      } else if (s.heads && (i < uniform_.size() && uniform_[i] != 0
+                                 ? uniform_[i] != 1
+                                 : !attentionUniform(s.heads->members, args.params))) {
         // The heads see different seq_len this run: the members, one launch each.
         const HeadFallback &f = *s.heads;
         for (size_t h = 0; h < f.members.size() && status.ok(); ++h) {
@@ -696,7 +755,15 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
           status = resolveDispatch(*f.built[h], absl::MakeConstSpan(&op, 1), 0, nullptr, args, -1);
         }
       } else {
-        status = resolveDispatch(*s.built, ops, s.anchor, s.heads ? &s.heads->words : nullptr, args,
+        std::array<uint32_t, 7> words{};
+        if (s.heads) {
+          words = s.heads->words;
+          if (scoresDead(i, args)) {
+            words[kAttentionStoreScoresWord] = 0;
+            ++deadScores_;
+          }
+        }
+        status = resolveDispatch(*s.built, ops, s.anchor, s.heads ? &words : nullptr, args,
                                  static_cast<int64_t>(dispatchSteps.size()), s.indirect);
         dispatchSteps.push_back(static_cast<uint32_t>(i));
       }
@@ -735,6 +802,7 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
     st.barriers += barriers_;
     st.recordings += recordings_;
     st.replays += replays_;
+    st.deadScores += deadScores_;
     st.waitSeconds += waitSeconds_;
   }
   if (checkValidation_) {
@@ -830,10 +898,10 @@ std::unique_ptr<Plan> makeVulkanPlan(std::shared_ptr<VulkanDevice> device,
                                      std::shared_ptr<VulkanCompiler::Shared> shared,
                                      std::vector<Step> steps, size_t launches, size_t numSlots,
                                      std::string description, bool printTimes, bool checkValidation,
-                                     bool replay) {
+                                     bool replay, bool elideDeadScores) {
   return std::make_unique<VulkanPlanImpl>(std::move(device), std::move(shared), std::move(steps),
                                           launches, numSlots, std::move(description), printTimes,
-                                          checkValidation, replay);
+                                          checkValidation, replay, elideDeadScores);
 }
 
 } // namespace sinter::runtime::vulkan

@@ -103,6 +103,9 @@ struct VulkanCompilerStats {
   /// run recorded (same buffers, grids and barriers; only the parameter words written anew).
   uint64_t recordings = 0;
   uint64_t replays = 0;
+  /// Attention dispatches that left the scores buffer alone: a later step overwrote them
+  /// (VulkanCompilerOptions::elideDeadScores).
+  uint64_t deadScores = 0;
 };
 
 /// The counters of a compiler and its plans; tests and benchmarks may hold it after the backend
@@ -137,6 +140,11 @@ struct VulkanCompilerOptions {
   /// Q, K and V as one stacked launch where the generator builds it
   /// (LaunchOptions::stackedProducts; `SINTER_VK_QMATMUL=stack=0` turns it off).
   bool stackedProducts = true;
+  /// An attention launch whose scores the next step touching the scores buffer overwrites
+  /// whole (another attention launch over at least as many positions) does not store them
+  /// (codegen::kAttnStoreScores = 0): dead values, and the normalizing pass on the last head's
+  /// critical path. `SINTER_VK_QMATMUL=deadscores=0` stores every layer's.
+  bool elideDeadScores = true;
 };
 
 class VulkanCompiler : public PlanCompiler {

@@ -185,6 +185,7 @@ protected:
         }
       spec.rowsHint = static_cast<uint32_t>(members[anchor].ints[0]);
     }
+    spec.earlyInputs = earlyInputs_;
     absl::StatusOr<SpirvKernel> k = codegen::buildSpirvKernel(spec, target());
     ASSERT_TRUE(k.ok()) << what << ": " << k.status();
     std::mt19937 rng(7);
@@ -256,9 +257,10 @@ protected:
   }
 
   /// The attention kernel over `heads` heads (`group` query heads per K/V head) against the
-  /// members run head after head: q = slot 0, K = 1, scores = 2, V = 3, out = 4.
+  /// members run head after head: q = slot 0, K = 1, scores = 2, V = 3, out = 4. Without
+  /// `storeScores` (kAttnStoreScores = 0, dead scores) the scores buffer must be left as it was.
   void checkAttention(uint32_t heads, uint32_t group, uint32_t headDim, uint32_t seqLen,
-                      const std::string &what) {
+                      const std::string &what, bool storeScores = true) {
     uint32_t kvStride = heads / group * headDim;
     std::vector<OpCall> members;
     for (uint32_t h = 0; h < heads; ++h) {
@@ -305,7 +307,7 @@ protected:
       words.push_back(
           static_cast<uint32_t>(members[k->pushConstantMembers[j]].ints[k->pushConstantInts[j]]));
     ASSERT_EQ(k->extraPushWords, uint32_t(codegen::kAttnExtraWords));
-    for (uint32_t w : {heads, group, headDim, headDim, headDim, headDim})
+    for (uint32_t w : {heads, group, headDim, headDim, headDim, headDim, uint32_t(storeScores)})
       words.push_back(w);
     for (uint32_t i = 0; i < k->bindings.size(); ++i) {
       if (k->bindingMembers[i] == codegen::kScratchMember) {
@@ -332,9 +334,16 @@ protected:
       for (uint32_t h = 0; h < heads; ++h)
         EXPECT_EQ(counters[h], 0u) << what << ": head " << h << "'s counter after the run";
     }
+    const std::vector<uint8_t> scoresBefore = ref.bytes[2];
     for (const OpCall &op : members)
       runReference(op, ref);
+    if (!storeScores) {
+      EXPECT_TRUE(out.bytes[2] == scoresBefore) << what << ": dead scores were written";
+      ref.bytes[2] = scoresBefore;
+    }
     for (uint32_t s : {2u, 4u}) {
+      if (s == 2 && !storeScores)
+        continue;
       uint64_t bytes = s == 2 ? 4ull * seqLen : 4ull * heads * headDim;
       std::vector<float> of = bytesFloats({out.bytes[s].data(), bytes});
       std::vector<float> rf = bytesFloats({ref.bytes[s].data(), bytes});
@@ -366,6 +375,9 @@ protected:
   /// checkFused builds the members as stacked products (KernelSpec::stackedProducts, every
   /// product's n_rows static).
   bool stacked_ = false;
+  /// checkFused's KernelSpec::earlyInputs (the runtime's bits of members whose second input no
+  /// earlier member writes).
+  uint32_t earlyInputs_ = 0;
   static std::map<std::string, SpirvKernel> *kernels_;
 };
 VkRunner *SpirvKernelTest::runner_ = nullptr;
@@ -730,6 +742,45 @@ TEST_F(SpirvKernelTest, FusedQuantizedMatmulEpilogues) {
              1, {2, 4, 6}, "rms_norm -> quantized_matmul -> add");
 }
 
+// KernelSpec::earlyInputs: the epilogue's second inputs loaded at the kernel's start, for each
+// schedule, a partial last workgroup (1000 rows), the in-place residual (add's out is its second
+// input), the norm prologue, SwiGLU's element_mul, and a capped grid (groups=5, where the loads
+// stay after the reduction).
+TEST_F(SpirvKernelTest, FusedEpiloguesLoadTheirSecondInputsEarly) {
+  for (int schedule : {0, 1, 2}) {
+    split_ = schedule >= 1;
+    intDot_ = schedule == 2;
+    const std::string how = std::string(split_ ? " split" : "") + (intDot_ ? " int8 x" : "");
+    for (uint32_t rows : {70u, 1000u}) {
+      const std::string shape = " " + str(rows) + " rows" + how;
+      earlyInputs_ = 0b10;
+      checkFused({ops::quantizedMatmul(slot(0), slot(1), slot(2), rows, 512, DType::Q4_0),
+                  ops::add(slot(2), slot(3), slot(4), rows)},
+                 0, {2, 4}, "early: quantized_matmul -> add" + shape);
+      checkFused({ops::quantizedMatmul(slot(0), slot(1), slot(2), rows, 512, DType::Q8_0),
+                  ops::add(slot(2), slot(3), slot(3), rows)},
+                 0, {2}, "early: quantized_matmul -> in-place residual add" + shape);
+      earlyInputs_ = 0b100;
+      checkFused({ops::rmsNorm(slot(0), slot(1), slot(2), 512, 1e-6f),
+                  ops::quantizedMatmul(slot(3), slot(2), slot(4), rows, 512, DType::Q4_0),
+                  ops::add(slot(4), slot(5), slot(6), rows)},
+                 1, {2, 4, 6}, "early: rms_norm -> quantized_matmul -> add" + shape);
+      checkFused({ops::quantizedMatmul(slot(0), slot(1), slot(2), rows, 256, DType::Q4_0),
+                  ops::silu(slot(2), slot(3), rows),
+                  ops::elementMul(slot(3), slot(4), slot(5), rows)},
+                 0, {2, 3, 5}, "early: quantized_matmul -> silu -> element_mul" + shape);
+    }
+  }
+  groups_ = 5;
+  earlyInputs_ = 0b10;
+  checkFused({ops::quantizedMatmul(slot(0), slot(1), slot(2), 700, 512, DType::Q4_0),
+              ops::add(slot(2), slot(3), slot(3), 700)},
+             0, {2}, "early, groups=5: quantized_matmul -> in-place residual add");
+  groups_ = 0;
+  earlyInputs_ = 0;
+  split_ = intDot_ = true;
+}
+
 // Gate and up in one kernel (codegen::hasSiblingProduct): rms_norm(x=0, g=1, xn=2) ->
 // gate(W=3 -> 4), up(W=5 -> 6) -> silu(4 -> 7) -> element_mul(7, 6 -> 8), every output stored.
 // Split blocks with f32 x and with int8 x (from 64 rows; 40 rows keep f32 x in the same kernel),
@@ -879,6 +930,13 @@ TEST_F(SpirvKernelTest, AttentionOverHeads) {
   attentionSplits_ = 4;
   checkAttention(8, 4, 64, 257, "8 heads, head_dim 64, 257 positions, 2 subgroups, split 4");
   attentionWorkgroup_ = 0;
+  // Scores the runtime knows to be dead (kAttnStoreScores = 0): out the same, scores untouched,
+  // with one workgroup a head and split.
+  for (uint32_t splits : {1u, 0u}) {
+    attentionSplits_ = splits;
+    checkAttention(8, 2, 64, 257, "dead scores, split " + str(splits), /*storeScores=*/false);
+    checkAttention(4, 2, 8, 5, "dead scores, 5 positions, split " + str(splits), false);
+  }
   attentionSplits_ = 0;
 }
 

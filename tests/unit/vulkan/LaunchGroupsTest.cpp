@@ -275,6 +275,27 @@ TEST(LaunchGroupsTest, ResidualAddChainsFromEitherOperand) {
   const OpCall &add = l[0].members[1].entry.op;
   EXPECT_EQ(Trace::slotOf(add.buffers[0]), 2u) << "operands swapped: the product first";
   EXPECT_EQ(Trace::slotOf(add.buffers[1]), 3u);
+  // The residual (slot 3) is written only by the add itself: loaded at the kernel's start.
+  EXPECT_EQ(l[0].spec.earlyInputs, 0b10u);
+}
+
+TEST(LaunchGroupsTest, EpilogueInputsThatAnEarlierMemberWritesAreNotLoadedEarly) {
+  // (An epilogue input that the product or an earlier epilogue member writes is not fused at
+  // all, EpilogueThatOverwritesWhatTheProductReadsIsNotFused; the norm's output is.)
+  // The residual is the norm's output (written by the prologue's store): not early.
+  std::vector<Launch> l;
+  l = planLaunches(kernelOf({ops::rmsNorm(slot(0), slot(1), slot(2), 128, 1e-5f),
+                             ops::quantizedMatmul(slot(3), slot(2), slot(4), 128, 128, DType::Q4_0),
+                             ops::add(slot(4), slot(2), slot(5), 128)}));
+  ASSERT_EQ(l.size(), 1u);
+  ASSERT_EQ(l[0].members.size(), 3u);
+  EXPECT_EQ(l[0].spec.earlyInputs, 0u);
+  // silu(gate) * up with up from another launch: element_mul's second input is early.
+  l = planLaunches(
+      kernelOf({ops::quantizedMatmul(slot(0), slot(1), slot(2), 64, 128, DType::Q4_0),
+                ops::silu(slot(2), slot(3), 64), ops::elementMul(slot(3), slot(6), slot(7), 64)}));
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0].spec.earlyInputs, 0b100u);
 }
 
 TEST(LaunchGroupsTest, EpilogueThatOverwritesWhatTheProductReadsIsNotFused) {
@@ -309,7 +330,7 @@ TEST(LaunchGroupsTest, AttentionOverGroupedHeadsIsOneLaunch) {
   EXPECT_EQ(l[0].kind, Kind::Attention);
   EXPECT_TRUE(l[0].spec.attentionOverHeads);
   EXPECT_EQ(l[0].headMembers.size(), 24u);
-  std::array<uint32_t, 6> words{8, 4, 64, 64, 64, 64};
+  std::array<uint32_t, 7> words{8, 4, 64, 64, 64, 64, 1};
   EXPECT_EQ(l[0].attentionWords, words);
 }
 

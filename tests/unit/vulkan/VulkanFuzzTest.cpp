@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -399,6 +400,85 @@ TEST_F(VulkanFuzzTest, SplitAttentionDecodeAgreesWithTheReference) {
   EXPECT_EQ(s.fusedFallbacks, 0u);
   // Q, K and V stacked as one launch, gate and up as one.
   EXPECT_EQ(s.fusedDispatches, (5u * w->config.nLayers + 1) * s.runs);
+}
+
+// Two layers' attention in one flush sharing the scores buffer, with an add between them that
+// gives the second its own q: the first layer's scores are dead when the second writes at least
+// as many positions, so its launch skips them (VulkanCompilerStats::deadScores); with fewer, the
+// first layer's weights past the second's positions stay observable and are stored. Either way
+// every buffer agrees with the reference, and `deadscores=0` stores them all.
+TEST_F(VulkanFuzzTest, DeadAttentionScoresAreSkippedAndLiveOnesKept) {
+  const uint32_t heads = 4, group = 2, dim = 64, maxT = 40, kvStride = heads / group * dim;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  auto values = [&](size_t n) {
+    std::vector<float> v(n);
+    for (float &x : v)
+      x = u(rng);
+    return v;
+  };
+  const std::vector<float> q = values(heads * dim), dq = values(heads * dim);
+  const std::vector<float> k = values(maxT * kvStride), v = values(maxT * kvStride);
+  struct Case {
+    uint32_t first, second;
+    bool knobOff;
+    uint64_t dead;
+  };
+  for (const Case &c : {Case{33, 33, false, 1}, Case{20, 37, false, 1}, Case{37, 20, false, 0},
+                        Case{33, 33, true, 0}}) {
+    const std::string what = "seq_len " + std::to_string(c.first) + " then " +
+                             std::to_string(c.second) + (c.knobOff ? ", deadscores=0" : "");
+    auto stats = std::make_shared<runtime::vulkan::VulkanStatsSink>();
+    const char *knobs = std::getenv("SINTER_VK_QMATMUL");
+    std::string saved = knobs ? knobs : "";
+    if (c.knobOff)
+      setenv("SINTER_VK_QMATMUL", "deadscores=0", 1);
+    std::unique_ptr<ComputeBackend> gpu = vulkanBackend(true, stats);
+    if (knobs)
+      setenv("SINTER_VK_QMATMUL", saved.c_str(), 1);
+    else
+      unsetenv("SINTER_VK_QMATMUL");
+    ASSERT_TRUE(gpu);
+    std::unique_ptr<ComputeBackend> ref = *createBackend(BackendOptions{});
+    std::vector<std::vector<float>> scores, outs;
+    for (ComputeBackend *b : {gpu.get(), ref.get()}) {
+      auto upload = [&](const std::vector<float> &x) {
+        BufferHandle h = b->allocate(4 * x.size()).value();
+        EXPECT_TRUE(
+            b->copyToDevice(
+                 absl::MakeConstSpan(reinterpret_cast<const uint8_t *>(x.data()), 4 * x.size()), h)
+                .ok());
+        return h;
+      };
+      BufferHandle hq = upload(q), hdq = upload(dq), hk = upload(k), hv = upload(v);
+      BufferHandle hs = b->allocate(4 * maxT).value(), ho = b->allocate(4 * heads * dim).value();
+      ASSERT_TRUE(b->synchronize().ok());
+      for (uint32_t seqLen : {c.first, c.second}) {
+        for (uint32_t h = 0; h < heads; ++h) {
+          uint32_t kv = h / group * dim;
+          ASSERT_TRUE(b->attnScore(hq, hk, hs, dim, seqLen, h * dim, kv, kvStride).ok());
+          ASSERT_TRUE(b->softmax(hs, hs, seqLen).ok());
+          ASSERT_TRUE(b->attnValue(hs, hv, ho, dim, seqLen, kv, kvStride, h * dim).ok());
+        }
+        ASSERT_TRUE(b->add(hq, hdq, hq, heads * dim).ok()); // the next layer's q
+      }
+      std::vector<float> sc(maxT), out(heads * dim);
+      ASSERT_TRUE(
+          b->copyFromDevice(hs, absl::MakeSpan(reinterpret_cast<uint8_t *>(sc.data()), 4 * maxT))
+              .ok());
+      ASSERT_TRUE(b->copyFromDevice(
+                       ho, absl::MakeSpan(reinterpret_cast<uint8_t *>(out.data()), 4 * out.size()))
+                      .ok());
+      scores.push_back(sc);
+      outs.push_back(out);
+    }
+    EXPECT_TRUE(test::nmseWithin<float>(scores[0], scores[1], test::kF32Tolerance))
+        << what << ": scores";
+    EXPECT_TRUE(test::nmseWithin<float>(outs[0], outs[1], test::kF32Tolerance)) << what << ": out";
+    runtime::vulkan::VulkanCompilerStats st = stats->get();
+    EXPECT_GE(st.fusedDispatches, 2u) << what << ": the attention launches were not taken";
+    EXPECT_EQ(st.deadScores, c.dead) << what;
+  }
 }
 
 // With replay, a copy whose offsets are plan parameters runs as the generated copy kernel; from a

@@ -212,8 +212,15 @@ private:
   void findScoresOverwrites();
   /// Whether attention step i's scores are dead this run: the step scoresOverwrittenBy_ names
   /// runs as one attention launch (its heads agree) over at least as many positions, so it
-  /// overwrites every score step i would leave. Its uniformity is cached per run (uniform_).
+  /// overwrites every score step i would leave.
   bool scoresDead(size_t i, const PlanArgs &args);
+  /// attentionUniform for attention step i this run, computed once (uniform_): scoresDead asks
+  /// it of the next attention step before the loop reaches that step.
+  bool headsAgree(size_t i, const PlanArgs &args) {
+    if (uniform_[i] == 0)
+      uniform_[i] = attentionUniform(steps_[i].heads->members, args.params) ? 1 : 2;
+    return uniform_[i] == 1;
+  }
   /// Reads the flush's timestamps into the stats (kernel time, span, host time) and, with
   /// printTimes_, prints a line per dispatch and one for the flush.
   void collectTimes(const std::vector<uint32_t> &dispatchSteps, double recordSeconds);
@@ -639,9 +646,7 @@ bool VulkanPlanImpl::scoresDead(size_t i, const PlanArgs &args) {
   if (i >= scoresOverwrittenBy_.size() || scoresOverwrittenBy_[i] == kNoStep)
     return false;
   const size_t j = scoresOverwrittenBy_[i];
-  if (uniform_[j] == 0)
-    uniform_[j] = attentionUniform(steps_[j].heads->members, args.params) ? 1 : 2;
-  if (uniform_[j] != 1)
+  if (!headsAgree(j, args))
     return false;
   // seq_len of head 0's attn_score: what the launch writes scores for.
   const uint64_t mine = boundOp(steps_[i].heads->members[0], args.params).ints[1];
@@ -713,8 +718,7 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
   }
   HazardTracker hazards(numSlots_);
   std::vector<uint32_t> dispatchSteps;
-  if (!scoresOverwrittenBy_.empty())
-    uniform_.assign(steps_.size(), 0);
+  uniform_.assign(steps_.size(), 0);
   deadScores_ = 0;
   bool split = false;
   for (size_t i = 0; i < steps_.size() && status.ok(); ++i) {
@@ -740,9 +744,7 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
       if (s.heads && !s.built->kernel.perHead) {
         // Never: an attention step always has the per-head kernel.
         status = absl::InternalError("vulkan: attention step without its kernel");
-      } else if (s.heads && (i < uniform_.size() && uniform_[i] != 0
-                                 ? uniform_[i] != 1
-                                 : !attentionUniform(s.heads->members, args.params))) {
+      } else if (s.heads && !headsAgree(i, args)) {
         // The heads see different seq_len this run: the members, one launch each.
         const HeadFallback &f = *s.heads;
         for (size_t h = 0; h < f.members.size() && status.ok(); ++h) {

@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -26,6 +27,7 @@
 #include "tests/support/FuzzCompare.h"
 #include "tests/support/FuzzGraph.h"
 #include "tests/support/Nmse.h"
+#include "tests/support/ScopedEnv.h"
 #include "tools/model/Decoder.h"
 #include "tools/model/Synthetic.h"
 
@@ -309,15 +311,12 @@ TEST_F(VulkanFuzzTest, StackOffLaunchesTheProjectionsOneByOne) {
   std::vector<std::vector<float>> logits;
   std::vector<runtime::vulkan::VulkanCompilerStats> counters;
   for (const char *knobs : {"stack=0", "stack=1"}) {
-    const char *old = std::getenv("SINTER_VK_QMATMUL");
-    std::string saved = old ? old : "";
-    setenv("SINTER_VK_QMATMUL", knobs, 1);
     auto stats = std::make_shared<runtime::vulkan::VulkanStatsSink>();
-    std::unique_ptr<ComputeBackend> b = vulkanBackend(true, stats);
-    if (old)
-      setenv("SINTER_VK_QMATMUL", saved.c_str(), 1);
-    else
-      unsetenv("SINTER_VK_QMATMUL");
+    std::unique_ptr<ComputeBackend> b;
+    {
+      test::ScopedEnv env("SINTER_VK_QMATMUL", knobs); // read when the backend is created
+      b = vulkanBackend(true, stats);
+    }
     ASSERT_TRUE(b);
     auto d = model::Decoder::create(*b, *w);
     ASSERT_TRUE(d.ok()) << d.status();
@@ -429,15 +428,13 @@ TEST_F(VulkanFuzzTest, DeadAttentionScoresAreSkippedAndLiveOnesKept) {
     const std::string what = "seq_len " + std::to_string(c.first) + " then " +
                              std::to_string(c.second) + (c.knobOff ? ", deadscores=0" : "");
     auto stats = std::make_shared<runtime::vulkan::VulkanStatsSink>();
-    const char *knobs = std::getenv("SINTER_VK_QMATMUL");
-    std::string saved = knobs ? knobs : "";
-    if (c.knobOff)
-      setenv("SINTER_VK_QMATMUL", "deadscores=0", 1);
-    std::unique_ptr<ComputeBackend> gpu = vulkanBackend(true, stats);
-    if (knobs)
-      setenv("SINTER_VK_QMATMUL", saved.c_str(), 1);
-    else
-      unsetenv("SINTER_VK_QMATMUL");
+    std::unique_ptr<ComputeBackend> gpu;
+    {
+      std::optional<test::ScopedEnv> env;
+      if (c.knobOff)
+        env.emplace("SINTER_VK_QMATMUL", "deadscores=0");
+      gpu = vulkanBackend(true, stats);
+    }
     ASSERT_TRUE(gpu);
     std::unique_ptr<ComputeBackend> ref = *createBackend(BackendOptions{});
     std::vector<std::vector<float>> scores, outs;

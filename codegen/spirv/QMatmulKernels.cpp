@@ -457,28 +457,6 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
           early[m].push_back(
               e.load(e.memberBuffer(m, 1), e.minu(e.add(firstRow, e.ci(r)), lastRow)));
       }
-    // The norm's store (below) gives element i to invocation i mod (workgroups x workgroup size):
-    // this invocation's first element's x and g are loaded now too (the launch writes neither),
-    // so the store at the end waits for no load. Same conditions.
-    auto elementOf = [&](Value v4, Value i) {
-      return e.b
-          .create<mlir::vector::ExtractElementOp>(e.loc, e.load(v4, e.divu(i, e.ci(4))),
-                                                  e.toI32(e.remu(i, e.ci(4))))
-          .getResult();
-    };
-    Value normGroups, normSelf, normX, normG;
-    if (norm && !(spec.unstoredOutputs & 1)) {
-      Value units = e.ci(e.plan.unitsPerGroup);
-      normGroups = e.divu(e.add(nRows, e.sub(units, e.ci(1))), units);
-      if (e.plan.maxGroups) // the grid's size (each tile a workgroup takes stores it again)
-        normGroups = e.minu(normGroups, e.ci(e.plan.maxGroups));
-      normSelf = e.add(e.mul(group, e.ci(e.plan.workgroupSize)), e.threadId());
-      if (e.target.qmatmulEarlyNorm && !e.plan.maxGroups && !e.plan.workgroupRows) {
-        Value at = e.minu(normSelf, e.sub(e.memberInt(0, *norm, 0), e.ci(1)));
-        normX = elementOf(x4, at);
-        normG = elementOf(g4, at);
-      }
-    }
     // iters: one dot product per row, then the sum of squares of the norm's input.
     llvm::SmallVector<Value, 5> inits(rows + 1, e.cf(0.0));
     // The norm's scale and store, then each row's store and epilogue, by the invocation
@@ -499,15 +477,18 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
         // storing it all was a serial tail as long as the product of a 4096-column matrix.)
         if (!(spec.unstoredOutputs & 1)) {
           Value normOut = e.memberBuffer(0, 2);
-          Value stride = e.mul(normGroups, e.ci(e.plan.workgroupSize));
-          Value from = normSelf;
-          if (normX) { // the first element from the loads at the start
-            e.ifThen(e.ult(normSelf, size),
-                     [&] { e.store(e.fmul(e.fmul(normX, normG), scale), normOut, normSelf); });
-            from = e.add(normSelf, stride);
-          }
-          e.forLoop(from, size, stride, [&](Value i) {
-            e.store(e.fmul(e.fmul(elementOf(x4, i), elementOf(g4, i)), scale), normOut, i);
+          Value units = e.ci(e.plan.unitsPerGroup);
+          Value groups = e.divu(e.add(nRows, e.sub(units, e.ci(1))), units);
+          if (e.plan.maxGroups) // the grid's size (each tile a workgroup takes stores it again)
+            groups = e.minu(groups, e.ci(e.plan.maxGroups));
+          Value threads = e.ci(e.plan.workgroupSize);
+          Value self = e.add(e.mul(group, threads), e.threadId());
+          e.forLoop(self, size, e.mul(groups, threads), [&](Value i) {
+            auto at = [&](Value v4) {
+              return e.b.create<mlir::vector::ExtractElementOp>(
+                  e.loc, e.load(v4, e.divu(i, e.ci(4))), e.toI32(e.remu(i, e.ci(4))));
+            };
+            e.store(e.fmul(e.fmul(at(x4), at(g4)), scale), normOut, i);
           });
         }
       }

@@ -61,9 +61,6 @@ struct SpirvTarget {
   /// quantized_matmul: load the second inputs of the epilogue's adds and element_muls that
   /// KernelSpec::earlyInputs marks at the kernel's start (`early=0`: after the reduction).
   bool qmatmulEarlyInputs = true;
-  /// quantized_matmul under an rms_norm prologue that stores the norm: each invocation loads x
-  /// and g of its first element of that store at the kernel's start (`earlynorm=0`: at the end).
-  bool qmatmulEarlyNorm = true;
   /// Q4_0/Q8_0 on a device with integer dot products (intDot): quantize x to int8 per block of
   /// 32 in workgroup memory and multiply 4 quants at a time (SEMANTICS.md's 5e-4 bound for
   /// quantized activations). `dot=0` or SINTER_PRECISE=1 keeps x in f32.

@@ -9,6 +9,7 @@
 # Q4_0, position 256; fused, fused with replay off, fused without prefetch, unfused, eager), and writes into $OUT (at most
 # 8 files come back):
 #   summary.json       per test binary: passed/failed/skipped and failing names; the benchmark rows
+#                      (`... bench` alone: summary-bench.json, and bench.log for tests.log)
 #   vulkan-decode.json Google Benchmark's JSON
 #   tests.log          the test binaries' output
 #   kernels.json       SINTER_STATS=1 of a few fused tokens, folded per kernel (fold-stats.py)
@@ -34,6 +35,9 @@ mkdir -p "$out"
 log="$out/tests.log"
 [ "$what" = sweep ] && log="$out/sweep.log" # keep the tests' log of an earlier run in $OUT
 [ "$what" = kernels ] && log="$out/kernels.log"
+# `bench` after `tests` in one call keeps the tests' log and summary: its own are bench.log and
+# summary-bench.json.
+[ "$what" = bench ] && log="$out/bench.log"
 [ "$what" = ab ] && log="$out/ab.log"
 [ "$what" = envs ] && log="$out/envs.log"
 : >"$log"
@@ -233,9 +237,11 @@ for b in json.load(sys.stdin).get("benchmarks", []):
 fi
 
 # 6. summary.json: test counts and benchmark rows side by side.
-python3 - "$out" ${tests[@]+"${tests[@]}"} <<'PY'
+summary_file=summary.json
+[ "$what" = bench ] && summary_file=summary-bench.json
+python3 - "$out" "$summary_file" ${tests[@]+"${tests[@]}"} <<'PY'
 import json, os, sys
-out, names = sys.argv[1], sys.argv[2:]
+out, summary_file, names = sys.argv[1], sys.argv[2], sys.argv[3:]
 summary = {"tests": {}, "bench": []}
 for name in names:
     path = f"/tmp/sinter-{name}.json"
@@ -266,6 +272,6 @@ if os.path.exists(kernels):
             k = json.loads(line)
             k["kernels"] = k.get("kernels", [])[:12]
             summary["kernels"].append(k)
-json.dump(summary, open(os.path.join(out, "summary.json"), "w"), indent=1)
+json.dump(summary, open(os.path.join(out, summary_file), "w"), indent=1)
 print(json.dumps(summary, indent=1))
 PY

@@ -132,13 +132,15 @@ constexpr const char *kReadProbe = R"(
 
 // A hand-written kernel: `text` assembled (and validated), with its interface as given: two
 // storage buffers, `pushBytes` of push constants, workgroups of `wg` invocations.
-absl::StatusOr<runtime::vulkan::KernelBinary>
-assembledKernel(const std::string &text, std::string name, uint32_t pushBytes, uint32_t wg) {
+absl::StatusOr<runtime::vulkan::KernelBinary> assembledKernel(const std::string &text,
+                                                              std::string name, uint32_t pushBytes,
+                                                              uint32_t wg,
+                                                              uint32_t numBuffers = 2) {
   SINTER_ASSIGN_OR_RETURN(std::vector<uint32_t> words, codegen::assembleSpirv(text));
   runtime::vulkan::KernelBinary k;
   k.spirv = std::move(words);
   k.name = std::move(name);
-  k.numBuffers = 2;
+  k.numBuffers = numBuffers;
   k.pushConstantBytes = pushBytes;
   k.localSize = {wg, 1, 1};
   return k;
@@ -603,6 +605,80 @@ constexpr const char *kGridKernel = R"(
                OpFunctionEnd
 )";
 
+// BM_VulkanFlagChain/G: the launch chain's N launches with no barrier between them; launch p
+// (push word 1) waits for launch p - 1 through a counter instead. Binding 2 holds a counter per
+// launch: invocation 0 of each workgroup spins until counter p - 1 reaches G (then makes the
+// device's writes visible), the workgroup meets, does its step, meets again, and invocation 0
+// makes its writes visible and adds 1 to counter p; the workgroup that adds the last resets
+// counter p - 1 to 0 (every workgroup of launch p is past its wait then), so a run leaves only the
+// last launch's counter set (checked). It relies on the device starting a launch's workgroups
+// only after every workgroup of the launches before it has started, which Vulkan does not
+// promise: a way to measure what the dependency could cost, not yet one the runtime uses.
+constexpr const char *kFlagKernel = R"(
+       %main = OpFunction %void None %fn
+      %entry = OpLabel
+       %gid3 = OpLoad %v3uint %gid
+          %i = OpCompositeExtract %uint %gid3 0
+        %lid = OpLoad %uint %lidx
+       %nwg3 = OpLoad %v3uint %nwg
+         %ng = OpCompositeExtract %uint %nwg3 0
+         %pn = OpAccessChain %p_pu %pc %c0
+          %n = OpLoad %uint %pn
+         %ps = OpAccessChain %p_pu %pc %c1
+       %step = OpLoad %uint %ps
+      %first = OpIEqual %bool %lid %c0
+      %later = OpUGreaterThan %bool %step %c0
+      %waits = OpLogicalAnd %bool %first %later
+       %prev = OpISub %uint %step %c1
+      %pprev = OpAccessChain %p_su %cnt %c0 %prev
+      %pself = OpAccessChain %p_su %cnt %c0 %step
+               OpSelectionMerge %waited None
+               OpBranchConditional %waits %wait %waited
+       %wait = OpLabel
+               OpBranch %spin
+       %spin = OpLabel
+               OpLoopMerge %spun %spincont None
+               OpBranch %spinbody
+   %spinbody = OpLabel
+        %now = OpAtomicLoad %uint %pprev %sc_dev %c0
+       %done = OpUGreaterThanEqual %bool %now %ng
+               OpBranchConditional %done %spun %spincont
+   %spincont = OpLabel
+               OpBranch %spin
+       %spun = OpLabel
+               OpMemoryBarrier %sc_dev %sem_ar
+               OpBranch %waited
+     %waited = OpLabel
+               OpControlBarrier %sc_wg %sc_wg %sem_ar
+         %i7 = OpIMul %uint %i %c7
+        %i71 = OpIAdd %uint %i7 %c1
+          %j = OpUMod %uint %i71 %n
+         %pj = OpAccessChain %p_su %a %c0 %j
+          %v = OpLoad %uint %pj
+         %v1 = OpIAdd %uint %v %c1
+         %pi = OpAccessChain %p_su %b %c0 %i
+               OpStore %pi %v1
+               OpControlBarrier %sc_wg %sc_wg %sem_ar
+               OpSelectionMerge %end None
+               OpBranchConditional %first %arrive %end
+     %arrive = OpLabel
+               OpMemoryBarrier %sc_dev %sem_ar
+        %old = OpAtomicIAdd %uint %pself %sc_dev %c0 %c1
+        %ng1 = OpISub %uint %ng %c1
+       %last = OpIEqual %bool %old %ng1
+      %reset = OpLogicalAnd %bool %last %later
+               OpSelectionMerge %arrived None
+               OpBranchConditional %reset %doreset %arrived
+    %doreset = OpLabel
+               OpAtomicStore %pprev %sc_dev %c0 %c0
+               OpBranch %arrived
+    %arrived = OpLabel
+               OpBranch %end
+        %end = OpLabel
+               OpReturn
+               OpFunctionEnd
+)";
+
 // Per step microseconds of `run(steps)` (which returns the wall seconds of one submit-and-wait
 // and checks the result), from the slope between 64 and 512 steps; 0 after SkipWithError.
 template <typename Run> double perStepMicros(benchmark::State &state, Run run) {
@@ -761,6 +837,77 @@ void BM_VulkanGridSync(benchmark::State &state) {
   d.freeBuffer(*counter);
 }
 
+void BM_VulkanFlagChain(benchmark::State &state) {
+  const uint32_t groups = uint32_t(state.range(0)), n = groups * 256;
+  auto device = runtime::vulkan::VulkanDevice::create();
+  if (!device.ok()) {
+    state.SkipWithError(std::string(device.status().message()).c_str());
+    return;
+  }
+  runtime::vulkan::VulkanDevice &d = **device;
+  // kStepCommon with a third binding, the counters.
+  const std::string common =
+      absl::StrReplaceAll(kStepCommon, {{"               OpDecorate %b Coherent\n",
+                                         "               OpDecorate %b Coherent\n"
+                                         "               OpDecorate %cnt DescriptorSet 0\n"
+                                         "               OpDecorate %cnt Binding 2\n"
+                                         "               OpDecorate %cnt Coherent\n"},
+                                        {"          %b = OpVariable %p_Buf StorageBuffer\n",
+                                         "          %b = OpVariable %p_Buf StorageBuffer\n"
+                                         "        %cnt = OpVariable %p_Buf StorageBuffer\n"}});
+  absl::StatusOr<const runtime::vulkan::Pipeline *> p = absl::InternalError("not built");
+  if (auto k = assembledKernel(common + kFlagKernel, "flag_chain_step", 8, 256, 3); k.ok())
+    p = d.pipelines().get(*k);
+  else
+    p = k.status();
+  constexpr uint32_t kMaxSteps = 512;
+  auto a = d.createBuffer(n * 4), b = d.createBuffer(n * 4),
+       counters = d.createBuffer(kMaxSteps * 4);
+  if (!p.ok() || !a.ok() || !b.ok() || !counters.ok()) {
+    state.SkipWithError(p.ok() ? "cannot allocate the buffers"
+                               : std::string(p.status().message()).c_str());
+    return;
+  }
+  runtime::vulkan::BufferRef ab[3] = {*a, *b, *counters}, ba[3] = {*b, *a, *counters};
+  auto setAB = d.descriptors().get(**p, ab), setBA = d.descriptors().get(**p, ba);
+  if (!setAB.ok() || !setBA.ok()) {
+    state.SkipWithError(std::string(setAB.status().message()).c_str());
+    return;
+  }
+  auto run = [&](uint32_t steps) -> absl::StatusOr<double> {
+    // a is zeroed first (with the counters); the first launch writes all of b.
+    SINTER_ASSIGN_OR_RETURN(
+        double seconds, timedCommands(d, &*a, [&](VkCommandBuffer cmd) {
+          vkCmdFillBuffer(cmd, counters->buffer, counters->offset, counters->size, 0);
+          runtime::vulkan::recordMemoryBarrier(
+              cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+              VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+              VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+          vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, (*p)->pipeline);
+          for (uint32_t i = 0; i < steps; ++i) {
+            const uint32_t push[2] = {n, i};
+            vkCmdPushConstants(cmd, (*p)->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 8, push);
+            VkDescriptorSet set = i % 2 ? *setBA : *setAB;
+            vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, (*p)->layout, 0, 1, &set,
+                                    0, nullptr);
+            vkCmdDispatch(cmd, groups, 1, 1);
+          }
+        }));
+    SINTER_RETURN_IF_ERROR(expectAll(d, steps % 2 ? *b : *a, 0, n, steps));
+    // Every counter was reset by the launch after it but the last one's.
+    absl::Status reset = expectAll(d, *counters, 0, steps - 1, 0);
+    if (reset.ok())
+      reset = expectAll(d, *counters, uint64_t(steps - 1) * 4, 1, groups);
+    if (!reset.ok())
+      return absl::InternalError(absl::StrCat("the counters: ", reset.message()));
+    return seconds;
+  };
+  state.counters["us_per_step"] = perStepMicros(state, run);
+  d.freeBuffer(*a);
+  d.freeBuffer(*b);
+  d.freeBuffer(*counters);
+}
+
 void registerAll() {
   for (int64_t wg : {256, 1024})
     for (int64_t unroll : {1, 4, 8})
@@ -807,13 +954,23 @@ void registerAll() {
           ->MinTime(0.3);
   // A dependency's cost: a launch and a barrier against a barrier across a resident grid.
   for (int64_t groups : {1, 66, 132, 264, 528})
-    for (auto *fn : {BM_VulkanLaunchChain, BM_VulkanGridSync})
-      benchmark::RegisterBenchmark(
-          fn == BM_VulkanLaunchChain ? "BM_VulkanLaunchChain" : "BM_VulkanGridSync", fn)
+    for (auto [name, fn] : {std::pair{"BM_VulkanLaunchChain", BM_VulkanLaunchChain},
+                            std::pair{"BM_VulkanGridSync", BM_VulkanGridSync},
+                            std::pair{"BM_VulkanFlagChain", BM_VulkanFlagChain}})
+      benchmark::RegisterBenchmark(name, fn)
           ->Arg(groups)
           ->Unit(benchmark::kMillisecond)
           ->UseRealTime()
           ->Iterations(5);
+  // Four waves of workgroups on a Hopper: a launch's later workgroups start only as earlier ones
+  // finish, so the chain runs only if the next launch's workgroups start after all of them.
+  for (auto [name, fn] : {std::pair{"BM_VulkanLaunchChain", BM_VulkanLaunchChain},
+                          std::pair{"BM_VulkanFlagChain", BM_VulkanFlagChain}})
+    benchmark::RegisterBenchmark(name, fn)
+        ->Arg(4224)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime()
+        ->Iterations(3);
   // The decode's Q, K and V: three launches on one x with no barrier between them (outputs
   // apart), a barrier every third; against /1 it shows whether the device overlaps them.
   for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{4096, 4096}, {2048, 2048}})

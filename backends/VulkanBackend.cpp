@@ -34,16 +34,6 @@ bool replayDisabledByEnv() {
   return env && std::string(env) == "0";
 }
 
-// SINTER_VK_CHAIN: 1 or 0 overrides VulkanBackendOptions::chain.
-bool chainFromEnv(bool fallback) {
-  const char *env = std::getenv("SINTER_VK_CHAIN");
-  if (env && std::string(env) == "1")
-    return true;
-  if (env && std::string(env) == "0")
-    return false;
-  return fallback;
-}
-
 // SINTER_VK_QMATMUL="rows=4,wg=256,...": the quantized_matmul schedule overrides (for tuning,
 // docs/ENVIRONMENT.md), as key and value pairs in order; none when the variable is unset.
 std::vector<std::pair<std::string, std::string>> qmatmulOverrides() {
@@ -73,7 +63,7 @@ bool haveSpirvCodegen() {
 #endif
 }
 
-VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps, bool paramsInBuffer, bool chain) {
+VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps, bool paramsInBuffer) {
 #ifdef SINTER_HAVE_SPIRV_CODEGEN
   codegen::SpirvTarget target;
   target.subgroupSize = caps.subgroupSize;
@@ -89,7 +79,6 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps, bool paramsInBuf
   target.computeUnits = caps.smCount;
   // The integers in a parameter buffer, so plans replay their command buffers.
   target.paramsInBuffer = paramsInBuffer;
-  target.chainLaunches = chain;
   for (const std::pair<std::string, std::string> &kv : qmatmulOverrides()) {
     if (kv.first == "decode" && kv.second == "generic")
       target.qmatmulGenericDecode = true;
@@ -160,9 +149,6 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps, bool paramsInBuf
                   std::tuple_size_v<decltype(runtime::vulkan::Launch::attentionWords)>);
     out.attentionSplits = k.attentionSplits;
     out.scratchWordsPerHead = k.scratchWordsPerHead;
-    static_assert(codegen::kChainMember == runtime::vulkan::kChainBindingMember);
-    static_assert(codegen::kChainWords == runtime::vulkan::kChainWordCount);
-    out.chained = k.chained;
     out.grid = [k](const int64_t *ints) { return k.grid(ints); };
     out.gridInts = k.fixedGroups ? 0 : codegen::spirvUnitsInts(k.kind);
     return out;
@@ -170,7 +156,6 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps, bool paramsInBuf
 #else
   (void)caps;
   (void)paramsInBuffer;
-  (void)chain;
   return [](const codegen::KernelSpec &spec) -> absl::StatusOr<VulkanKernel> {
     return absl::UnimplementedError(
         absl::StrCat("kernel ", spec.name(), ": the SPIR-V code generator is not in this build"));
@@ -196,13 +181,11 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> createVulkanBackend(const Backen
   compilerOptions.siblingProducts = !turnedOffByEnv("pairs");
   compilerOptions.stackedProducts = !turnedOffByEnv("stack");
   compilerOptions.elideDeadScores = !turnedOffByEnv("deadscores");
-  compilerOptions.checkChainCounters = vulkan.checkChainCounters;
   const char *stats = std::getenv("SINTER_STATS");
   compilerOptions.printKernelTimes = stats && *stats && std::strcmp(stats, "0") != 0;
-  VulkanKernelBuilder builder =
-      vulkan.builder
-          ? std::move(vulkan.builder)
-          : spirvCodegenBuilder(device->caps(), compilerOptions.replay, chainFromEnv(vulkan.chain));
+  VulkanKernelBuilder builder = vulkan.builder
+                                    ? std::move(vulkan.builder)
+                                    : spirvCodegenBuilder(device->caps(), compilerOptions.replay);
   auto compiler = std::make_shared<runtime::vulkan::VulkanCompiler>(device, std::move(builder),
                                                                     compilerOptions);
 

@@ -33,12 +33,6 @@ struct VulkanBackendOptions {
   /// (the generated kernels then read their integers from a parameter buffer, not push
   /// constants); false records every flush. SINTER_VK_REPLAY=0 makes it false.
   bool replay = true;
-  /// Generated kernels wait for the launch before through a counter instead of a barrier
-  /// (codegen::SpirvTarget::chainLaunches, VulkanKernel::chained). SINTER_VK_CHAIN=1 / 0 turns it
-  /// on / off.
-  bool chain = false;
-  /// Tests: VulkanCompilerOptions::checkChainCounters.
-  bool checkChainCounters = false;
 };
 
 /// True when this build has the SPIR-V code generator (codegen/spirv).
@@ -46,11 +40,9 @@ bool haveSpirvCodegen();
 
 /// The SPIR-V code generator as a kernel builder for `caps` (Unimplemented for every spec when
 /// the generator is not in the build); `paramsInBuffer`: the kernels' integers in a parameter
-/// buffer (VulkanKernel::paramWords) rather than push constants; `chain`: chained launches
-/// (VulkanBackendOptions::chain).
+/// buffer (VulkanKernel::paramWords) rather than push constants.
 runtime::vulkan::VulkanKernelBuilder spirvCodegenBuilder(const runtime::vulkan::DeviceCaps &caps,
-                                                         bool paramsInBuffer = true,
-                                                         bool chain = false);
+                                                         bool paramsInBuffer = true);
 
 /// The vulkan backend `options` describe (kind is not looked at). Unavailable when the machine
 /// has no Vulkan device; Unimplemented when no builder is given and the generator is not built.

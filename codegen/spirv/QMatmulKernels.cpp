@@ -146,8 +146,6 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, llvm::ArrayRef<Value> rowW
   std::optional<Batch> prefetched;
   if (e.plan.prefetch)
     prefetched = loadBatch(e.divu(lane, e.ci(lanesPerBlock)), /*guardFirst=*/true);
-  // A chained launch waits for the one before only now: W is no launch's output.
-  e.chainWaitHere();
   xq = workgroupArray(e, e.i32(), vectors);
   xd = workgroupArray(e, e.f32(), blocks);
   xz = q4 ? workgroupArray(e, e.f32(), blocks) : Value();
@@ -447,9 +445,8 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
     // where every store is of the workgroup's own tile (no capped grid, no workgroup rows).
     const int firstMember = static_cast<int>(spec.prologue.size()) + 1;
     std::map<int, llvm::SmallVector<Value, 4>> early;
-    // (Not in a chained launch that waits after its prefetch: they would be read before it.)
     if (spec.earlyInputs && e.target.qmatmulEarlyInputs && !sibling && !e.plan.maxGroups &&
-        !e.plan.workgroupRows && !e.deferChainWait)
+        !e.plan.workgroupRows)
       for (size_t j = 0; j < spec.epilogue.size(); ++j) {
         int m = firstMember + static_cast<int>(j);
         OpKind kind = spec.epilogue[j].kind;
@@ -573,7 +570,6 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
     }
     if (e.plan.splitWords > 0) {
       auto split = [&] {
-        e.chainWaitHere();
         // Split blocks: W lanes per block, lane l taking quant word l % W of blocks
         // l / W, l / W + lanes / W, ...; the lanes of one load then read consecutive words of
         // consecutive blocks, and consecutive vec4s of x.

@@ -424,13 +424,6 @@ KernelPlan planSpec(const KernelSpec &spec, const SpirvTarget &target) {
     fused.scratchBinding = static_cast<uint32_t>(fused.bindings.size());
     fused.bindings.push_back(SpirvBindingKind::Word);
   }
-  if (target.chainLaunches) {
-    fused.chained = true;
-    fused.chainWord = fused.pushConstantWords;
-    fused.pushConstantWords += kChainWords;
-    fused.chainBinding = static_cast<uint32_t>(fused.bindings.size());
-    fused.bindings.push_back(SpirvBindingKind::Word);
-  }
   return fused;
 }
 
@@ -649,18 +642,10 @@ absl::StatusOr<SpirvKernel> buildSpirvKernel(const KernelSpec &spec, const Spirv
   b.setInsertionPointToStart(&func.getBody().front());
   spv::Emitter e(b, loc, func, target, plan);
   e.setMember(static_cast<int>(spec.prologue.size()));
-  // A chained launch waits at its start, or (a product that prefetches W on the int8-x schedule)
-  // after the prefetch, in each path of the product.
-  e.deferChainWait = plan.chained && op.kind == OpKind::QuantizedMatmul && plan.intDotX &&
-                     plan.prefetch && !plan.workgroupRows;
-  if (plan.chained && !e.deferChainWait)
-    e.chainWait();
   absl::Status status =
       spv::isContraction(op.kind) ? spv::emitContraction(e, op, spec) : spv::emitPointwise(e, op);
   if (!status.ok())
     return status;
-  if (plan.chained)
-    e.chainSignal();
   b.create<mlir::gpu::ReturnOp>(loc);
   if (spec.injectFailure) // test hook: an op the lowering cannot take
     b.create<mlir::func::CallOp>(loc, "missing", mlir::TypeRange{});
@@ -698,28 +683,6 @@ absl::StatusOr<SpirvKernel> buildSpirvKernel(const KernelSpec &spec, const Spirv
   uint64_t coherent = 0;
   if (plan.attentionSplits > 1)
     coherent = (uint64_t(1) << plan.scratchBinding) | (uint64_t(1) << (plan.bindingBase[0] + 2));
-  if (plan.chained) {
-    // The launch before may be writing any binding but the weights while this one starts: those
-    // are Coherent (read from where the other workgroups' writes land, after the wait) and not
-    // NonWritable (the read-only caches need not see them).
-    uint64_t weights = 0;
-    auto weight = [&](size_t m, uint32_t i) {
-      if (m < plan.bindingBase.size())
-        weights |= uint64_t(1) << (plan.bindingBase[m] + i);
-    };
-    if (op.kind == OpKind::QuantizedMatmul) {
-      for (const StackedSegment &seg : stackedSegments(spec))
-        weight(static_cast<size_t>(seg.member), 0);
-      if (hasSiblingProduct(spec))
-        weight(spec.prologue.size() + 1, 0);
-      if (!spec.prologue.empty())
-        weight(0, 1); // the norm's weight
-    }
-    const uint64_t params = paramsBinding ? uint64_t(1) << plan.bindings.size() : 0;
-    readOnly &= weights | params;
-    coherent |= ((uint64_t(1) << plan.bindings.size()) - 1) & ~weights &
-                ~(uint64_t(1) << plan.chainBinding);
-  }
   if (mlir::failed(lowerToSpirv(*module, readOnly)))
     return fail("lowering to SPIR-V failed");
 
@@ -774,11 +737,6 @@ absl::StatusOr<SpirvKernel> buildSpirvKernel(const KernelSpec &spec, const Spirv
           (plan.attentionSubgroupStates ? plan.workgroupSize / target.subgroupSize : 1);
       kernel.scratchWordsPerHead = 1 + states * static_cast<uint32_t>(spec.anchor.ints[0] + 2);
     }
-  }
-  if (plan.chained) {
-    kernel.chained = true;
-    kernel.bindingMembers.push_back(kChainMember);
-    kernel.bindingOperands.push_back(0);
   }
   kernel.anchorMember = static_cast<uint8_t>(spec.prologue.size());
   kernel.kind = op.kind;

@@ -104,15 +104,6 @@ struct SpirvTarget {
   /// plan's command buffer once and replays it, writing only the words (SINTER_VK_REPLAY=0 turns
   /// both off).
   bool paramsInBuffer = false;
-  /// Launches chained by counters instead of barriers (`SINTER_VK_CHAIN=1`): every kernel binds
-  /// the plan's counter buffer after its other bindings (before the parameters) and takes the
-  /// kChainWords words after all others. A workgroup's first invocation waits until the counter
-  /// of the launch it depends on reaches that launch's workgroup count; at the end each
-  /// workgroup counts itself on its own counter, and the last to do so sets the counter it
-  /// waited on back to zero (and its own, unless a later launch waits on it). Every binding but
-  /// the weights is then Coherent and none of those NonWritable, since the launch before may
-  /// still be writing them when this one starts.
-  bool chainLaunches = false;
   /// Decorate quantized_matmul's W and x (or its norm prologue's in and weight) and attention's
   /// q, K and V NonWritable (`SINTER_VK_QMATMUL=nonwritable=0` leaves them undecorated).
   bool readOnlyBindings = true;
@@ -145,17 +136,6 @@ enum AttentionWord : uint32_t {
   kAttnExtraWords
 };
 
-/// SpirvKernel::bindingMembers of the counter binding of chained launches.
-inline constexpr uint8_t kChainMember = 254;
-/// Chained launches (SpirvTarget::chainLaunches): these words follow every other word.
-enum ChainWord : uint32_t {
-  kChainWaitSlot,  ///< the counter this launch waits on
-  kChainWaitCount, ///< ... until it reaches this (0: no wait)
-  kChainSelfSlot,  ///< the counter each workgroup of this launch adds 1 to at its end
-  kChainKeep,      ///< 1: a later launch waits on it and resets it; 0: the last workgroup does
-  kChainWords
-};
-
 /// A compiled kernel.
 struct SpirvKernel {
   std::string name;                ///< KernelSpec::name()
@@ -185,9 +165,6 @@ struct SpirvKernel {
   /// Split attention with a state a subgroup in scratch, merged by the last subgroup of a head
   /// (KernelPlan::attentionSubgroupStates).
   bool attentionSubgroupStates = false;
-  /// Chained launches (SpirvTarget::chainLaunches): the counter binding (bindingMembers ==
-  /// kChainMember) and the kChainWords words after the attention's.
-  bool chained = false;
   /// The anchor's member index (the prologue's length) and kind.
   uint8_t anchorMember = 0;
   OpKind kind = OpKind::Matmul;
@@ -209,8 +186,7 @@ struct SpirvKernel {
   }
   /// The integer words, wherever they live.
   uint32_t paramWords() const {
-    return static_cast<uint32_t>(pushConstantInts.size()) + extraPushWords +
-           (chained ? uint32_t(kChainWords) : 0u);
+    return static_cast<uint32_t>(pushConstantInts.size()) + extraPushWords;
   }
   uint32_t pushConstantBytes() const { return paramsInBuffer ? 0 : 4 * paramWords(); }
   /// Workgroups to dispatch for the anchor's integer arguments (all of them): x up to 65535, the

@@ -120,68 +120,6 @@ void Emitter::barrier() {
                                           mlir::spirv::Scope::Workgroup, semantics);
 }
 
-void Emitter::deviceFence() {
-  b.create<mlir::spirv::MemoryBarrierOp>(loc, mlir::spirv::Scope::Device,
-                                         mlir::spirv::MemorySemantics::AcquireRelease |
-                                             mlir::spirv::MemorySemantics::UniformMemory);
-}
-
-// Chained launches. The wait: invocation 0 reads the counter of the launch before with an atomic
-// (or 0) until it reaches that launch's workgroup count, fences, and the workgroup meets; the
-// other invocations read nothing before that barrier. A count of 0 waits for nothing (the first
-// launch after a barrier), uniformly for the whole workgroup.
-void Emitter::chainWait() {
-  Value counters = func_.getArgument(plan.chainBinding);
-  Value slot = pushWord(plan.chainWord + kChainWaitSlot);
-  Value count = pushWord(plan.chainWord + kChainWaitCount);
-  ifThen(ult(ci(0), count), [&] {
-    ifThen(ult(threadId(), ci(1)), [&] {
-      Value zero = c32(0), want = toI32(count);
-      b.create<mlir::scf::WhileOp>(
-          loc, mlir::TypeRange{}, mlir::ValueRange{},
-          [&](mlir::OpBuilder &bb, mlir::Location l, mlir::ValueRange) {
-            Value now = bb.create<mlir::memref::AtomicRMWOp>(l, arith::AtomicRMWKind::ori, zero,
-                                                             counters, mlir::ValueRange{slot});
-            Value more = bb.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, now, want);
-            bb.create<mlir::scf::ConditionOp>(l, more, mlir::ValueRange{});
-          },
-          [&](mlir::OpBuilder &bb, mlir::Location l, mlir::ValueRange) {
-            bb.create<mlir::scf::YieldOp>(l);
-          });
-      deviceFence();
-    });
-    barrier();
-  });
-}
-
-// The count: the workgroup meets (its stores done), invocation 0 fences them at device scope
-// and adds 1 to this launch's counter; the workgroup that adds the last (the grid's size) clears
-// the counter waited on (every workgroup of this launch is past its wait) and, unless a later
-// launch waits on this one, its own. A run so leaves every counter zero.
-void Emitter::chainSignal() {
-  barrier();
-  Value counters = func_.getArgument(plan.chainBinding);
-  ifThen(ult(threadId(), ci(1)), [&] {
-    deviceFence();
-    Value self = pushWord(plan.chainWord + kChainSelfSlot);
-    Value old = b.create<mlir::memref::AtomicRMWOp>(loc, arith::AtomicRMWKind::addi, c32(1),
-                                                    counters, mlir::ValueRange{self});
-    Value groups = mul(b.create<gpu::GridDimOp>(loc, gpu::Dimension::x),
-                       b.create<gpu::GridDimOp>(loc, gpu::Dimension::y));
-    Value last =
-        b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, old, toI32(sub(groups, ci(1))));
-    ifThen(last, [&] {
-      auto clear = [&](Value at) {
-        b.create<mlir::memref::AtomicRMWOp>(loc, arith::AtomicRMWKind::andi, c32(0), counters,
-                                            mlir::ValueRange{at});
-      };
-      ifThen(ult(ci(0), pushWord(plan.chainWord + kChainWaitCount)),
-             [&] { clear(pushWord(plan.chainWord + kChainWaitSlot)); });
-      ifThen(ult(pushWord(plan.chainWord + kChainKeep), ci(1)), [&] { clear(self); });
-    });
-  });
-}
-
 Value Emitter::load(Value memref, Value index) {
   return b.create<mlir::memref::LoadOp>(loc, memref, mlir::ValueRange{index});
 }

@@ -74,11 +74,6 @@ struct KernelPlan {
   /// itself done, and the last subgroup of a head merges them all (no workgroup merge or
   /// barrier); false: the workgroup merges its subgroups first and the last share merges.
   bool attentionSubgroupStates = false;
-  /// Chained launches (SpirvTarget::chainLaunches): the counter binding and the first of the
-  /// kChainWords words.
-  bool chained = false;
-  uint32_t chainBinding = 0;
-  uint32_t chainWord = 0;
   /// u32 words of the push-constant block (the op's integer arguments).
   uint32_t pushConstantWords = 0;
 };
@@ -162,20 +157,6 @@ public:
   mlir::Value laneId();
   /// A workgroup barrier that also makes storage-buffer writes visible to the workgroup.
   void barrier();
-  /// A device-scope acquire-release fence on storage buffers.
-  void deviceFence();
-  /// Chained launches (KernelPlan::chained): the wait for the launch before, at the kernel's
-  /// start, and the count of this workgroup done, at its end (both in uniform control flow).
-  void chainWait();
-  void chainSignal();
-  /// A chained quantized_matmul that prefetches W (KernelPlan::prefetch) waits after the
-  /// prefetch instead of at the start: every path of the product then calls chainWaitHere()
-  /// before it reads an activation, and emits the wait where this is set.
-  bool deferChainWait = false;
-  void chainWaitHere() {
-    if (deferChainWait)
-      chainWait();
-  }
 
   /// memref.load / memref.store at an element index.
   mlir::Value load(mlir::Value memref, mlir::Value index);

@@ -51,7 +51,7 @@ std::unique_ptr<Plan> makeVulkanPlan(std::shared_ptr<VulkanDevice> device,
                                      std::shared_ptr<VulkanCompiler::Shared> shared,
                                      std::vector<Step> steps, size_t launches, size_t numSlots,
                                      std::string description, bool printTimes, bool checkValidation,
-                                     bool replay, bool elideDeadScores, bool checkChainCounters);
+                                     bool replay, bool elideDeadScores);
 
 } // namespace sinter::runtime::vulkan
 

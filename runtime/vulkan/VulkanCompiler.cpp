@@ -264,7 +264,7 @@ absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const Kerne
   return makeVulkanPlan(device_, shared_, std::move(steps), program.numLaunches(), numSlots,
                         std::move(description), options_.printKernelTimes,
                         options_.failOnValidationMessages, options_.replay,
-                        options_.elideDeadScores, options_.checkChainCounters);
+                        options_.elideDeadScores);
 }
 
 VulkanCompilerStats VulkanCompiler::stats() const { return shared_->get(); }

@@ -133,12 +133,11 @@ public:
   VulkanPlanImpl(std::shared_ptr<VulkanDevice> device,
                  std::shared_ptr<VulkanCompiler::Shared> shared, std::vector<Step> steps,
                  size_t launches, size_t numSlots, std::string description, bool printTimes,
-                 bool checkValidation, bool replay, bool elideDeadScores, bool checkChainCounters)
+                 bool checkValidation, bool replay, bool elideDeadScores)
       : device_(std::move(device)), shared_(std::move(shared)), steps_(std::move(steps)),
         launches_(launches), numSlots_(numSlots), description_(std::move(description)),
         timed_(device_->timestampsEnabled()), printTimes_(printTimes && timed_),
-        checkValidation_(checkValidation && device_->validationEnabled()), replay_(replay),
-        checkChainCounters_(checkChainCounters) {
+        checkValidation_(checkValidation && device_->validationEnabled()), replay_(replay) {
     // A parameter region per dispatch the plan can make (an attention step that falls back
     // makes one per head), each as large as the largest kernel's words and an indirect grid.
     uint64_t regions = 0, words = 0;
@@ -156,7 +155,6 @@ public:
       paramStride_ = alignScratch(4 * (words + 3));
       paramBytes_ = regions * paramStride_;
     }
-    regions_ = regions;
     if (elideDeadScores)
       findScoresOverwrites();
   }
@@ -166,7 +164,6 @@ public:
       vkDestroyQueryPool(device_->device(), queries_, nullptr);
     device_->freeBuffer(scratch_);
     device_->freeBuffer(attentionScratch_);
-    device_->freeBuffer(chainCounters_);
     if (paramsMapped_)
       device_->freeMappedParams(params_);
     else
@@ -201,8 +198,7 @@ private:
   absl::Status resolveCopy(const OpCall &op, const PlanArgs &args, HazardTracker &hazards);
   absl::Status resolveDispatch(const VulkanCompiler::Built &built, absl::Span<const OpCall> ops,
                                size_t anchor, const std::array<uint32_t, 7> *attentionWords,
-                               const PlanArgs &args, int64_t query, bool indirect = false,
-                               bool mayChain = false);
+                               const PlanArgs &args, int64_t query, bool indirect = false);
   void barrier() {
     commands_.push_back(barrierCommand(
         kWorkStages, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, kWorkStages,
@@ -263,52 +259,6 @@ private:
     return (bytes + a - 1) / a * a;
   }
   std::vector<BufferRef> retired_; ///< outgrown scratch ranges, freed after the submission
-  /// Chained launches (VulkanKernel::chained): a counter per dispatch region, zeroed when
-  /// allocated or after a failed run (a run that completes leaves them zero).
-  uint64_t regions_ = 0;
-  BufferRef chainCounters_;
-  bool chainDirty_ = false;
-  bool checkChainCounters_ = false;
-  /// The run in progress. link_: the one dispatch since the last barrier or wait, which a
-  /// chained kernel with a dependency on it may wait on instead of a barrier (valid only while
-  /// that dispatch is all the commands since, and it has workgroups); pendingWait_: the link the
-  /// step being resolved may wait on (a barrier is recorded instead when it cannot);
-  /// chainClosed_: the last dispatch waited through a counter, so it is ordered after the one
-  /// before only, and the next step must wait for it or get a barrier whatever it touches.
-  struct ChainLink {
-    bool valid = false;
-    uint32_t slot = 0, groups = 0;
-    uint8_t *keepParam =
-        nullptr;           ///< its keep word (the fourth chain word) in the parameter words, or
-    int64_t keepPush = -1; ///< in push_
-  };
-  ChainLink link_, pendingWait_;
-  uint32_t groupCommands_ = 0;
-  bool chainClosed_ = false;
-  uint64_t chainWaits_ = 0;
-  /// Ends the group of commands since the last barrier or wait before step `s`: a wait on link_
-  /// left pending for the dispatch (when `mayChain`), or a barrier.
-  void endGroup(bool mayChain) {
-    if (mayChain && link_.valid)
-      pendingWait_ = link_;
-    else
-      barrier();
-    link_ = ChainLink{};
-    groupCommands_ = 0;
-    chainClosed_ = false;
-  }
-  /// A pending wait no dispatch took: the barrier it stood for.
-  void settlePendingWait() {
-    if (pendingWait_.valid) {
-      barrier();
-      pendingWait_ = ChainLink{};
-    }
-  }
-  /// Commands other than a chainable dispatch joined the group: nothing may wait on it.
-  void groupNotChainable() {
-    groupCommands_ += 2;
-    link_.valid = false;
-  }
   /// The kernels' integer words (VulkanKernel::paramWords): a region of paramStride_ bytes per
   /// dispatch in params_: device-local memory the run writes through its mapping where the
   /// device has it (paramsMapped_), else device memory filled at the start of each submission
@@ -539,8 +489,7 @@ absl::Status VulkanPlanImpl::resolveCopy(const OpCall &op, const PlanArgs &args,
 absl::Status VulkanPlanImpl::resolveDispatch(const VulkanCompiler::Built &built,
                                              absl::Span<const OpCall> ops, size_t anchor,
                                              const std::array<uint32_t, 7> *attentionWords,
-                                             const PlanArgs &args, int64_t query, bool indirect,
-                                             bool mayChain) {
+                                             const PlanArgs &args, int64_t query, bool indirect) {
   const VulkanKernel &k = built.kernel;
   const Pipeline &p = *built.pipeline;
   const OpCall &op = ops[anchor];
@@ -556,20 +505,11 @@ absl::Status VulkanPlanImpl::resolveDispatch(const VulkanCompiler::Built &built,
           : k.grid(ints);
   const bool empty = groups[0] == 0 || groups[1] == 0 || groups[2] == 0;
   indirect = indirect && k.paramWords > 0;
-  // Chained: wait on the pending link when this launch has workgroups (one without would neither
-  // wait nor clear the link's counter); a barrier instead otherwise.
-  const uint64_t total = uint64_t(groups[0]) * groups[1] * groups[2];
-  ChainLink wait;
-  if (k.chained && mayChain && pendingWait_.valid && !empty)
-    wait = std::exchange(pendingWait_, ChainLink{});
-  else
-    settlePendingWait();
   if (empty && !indirect)
     return absl::OkStatus(); // an indirect dispatch of no groups keeps the commands the same
   // The integer words: push constants, or this dispatch's region of the parameter buffer.
   std::array<uint32_t, 32> words{};
-  const size_t chainFirst = k.pushConstantInts.size() + k.extraPushWords;
-  size_t count = chainFirst + (k.chained ? kChainWordCount : 0);
+  size_t count = k.pushConstantInts.size() + k.extraPushWords;
   if (count > words.size() || (k.extraPushWords > 0 && !attentionWords) ||
       (k.paramWords > 0 && k.paramWords != count))
     return absl::InternalError(
@@ -580,26 +520,11 @@ absl::Status VulkanPlanImpl::resolveDispatch(const VulkanCompiler::Built &built,
   }
   for (uint32_t j = 0; j < k.extraPushWords && j < attentionWords->size(); ++j)
     words[k.pushConstantInts.size() + j] = (*attentionWords)[j];
-  // This launch's counter is its parameter region's (resolved_ counts them); the keep word starts 0
-  // and becomes 1 when a later launch waits on this one.
-  if (k.chained) {
-    words[chainFirst + 0] = wait.slot;
-    words[chainFirst + 1] = wait.valid ? wait.groups : 0;
-    words[chainFirst + 2] = static_cast<uint32_t>(resolved_);
-    words[chainFirst + 3] = 0;
-  }
   absl::InlinedVector<BufferRef, 12> refs;
   uint32_t storageBindings = k.binary.numBuffers - (k.paramWords > 0 ? 1 : 0);
   for (uint32_t i = 0; i < storageBindings; ++i) {
     size_t m = k.bindingMembers.empty() ? 0 : k.bindingMembers[i];
     size_t operand = k.bindingOperands.empty() ? i : k.bindingOperands[i];
-    if (m == kChainBindingMember) {
-      if (chainCounters_.size < 4 * (resolved_ + 1))
-        return absl::InternalError(
-            absl::StrCat("vulkan: kernel ", k.name, " needs chain counters the plan lacks"));
-      refs.push_back(chainCounters_);
-      continue;
-    }
     if (m == kScratchBindingMember) {
       // This dispatch's region of the attention scratch (sized and zeroed by run()).
       uint64_t bytes = attentionScratchBytes(k, attentionWords);
@@ -619,12 +544,7 @@ absl::Status VulkanPlanImpl::resolveDispatch(const VulkanCompiler::Built &built,
   }
   absl::Span<const uint8_t> pushBytes;
   uint64_t gridOffset = 0;
-  ChainLink self;
-  self.slot = static_cast<uint32_t>(resolved_);
-  self.groups = static_cast<uint32_t>(std::min<uint64_t>(total, UINT32_MAX));
   if (k.paramWords > 0) {
-    if (k.chained && paramsHost_)
-      self.keepParam = paramsHost_ + paramCursor_ + 4 * (chainFirst + 3);
     if (!paramsHost_ || paramCursor_ + paramStride_ > paramBytes_)
       return absl::InternalError(
           absl::StrCat("vulkan: kernel ", k.name, " has no parameter region left"));
@@ -668,29 +588,9 @@ absl::Status VulkanPlanImpl::resolveDispatch(const VulkanCompiler::Built &built,
   c.pipeline = &p;
   c.pushFirst = static_cast<uint32_t>(push_.size());
   c.pushWords = static_cast<uint32_t>(pushBytes.size() / 4);
-  if (k.chained && c.pushWords > 0)
-    self.keepPush = static_cast<int64_t>(c.pushFirst + chainFirst + 3);
   push_.insert(push_.end(), words.begin(), words.begin() + c.pushWords);
   c.query = queries_ != VK_NULL_HANDLE ? query : -1;
   commands_.push_back(c);
-  if (wait.valid) {
-    // The launch waited on keeps its counter for this one to clear.
-    const uint32_t one = 1;
-    if (wait.keepParam)
-      std::memcpy(wait.keepParam, &one, 4);
-    else if (wait.keepPush >= 0)
-      push_[static_cast<size_t>(wait.keepPush)] = one;
-    chainClosed_ = true;
-    ++chainWaits_;
-  }
-  // Only a lone chained dispatch with workgroups may be waited on.
-  ++groupCommands_;
-  if (k.chained && !empty && groupCommands_ == 1) {
-    link_ = self;
-    link_.valid = true;
-  } else {
-    link_.valid = false;
-  }
   dispatched_ += !empty;
   fusedDispatched_ += !empty && ops.size() > 1;
   return absl::OkStatus();
@@ -797,22 +697,6 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
     device_->freeBuffer(std::exchange(attentionScratch_, BufferRef{})); // no run in flight
     SINTER_ASSIGN_OR_RETURN(attentionScratch_, device_->createBuffer(attentionBytes));
   }
-  bool chained = false;
-  for (const Step &s : steps_)
-    chained = chained || (s.kind == Step::Kind::Dispatch && s.built && s.built->kernel.chained);
-  bool zeroChain = false;
-  if (chained && (chainCounters_.size < 4 * regions_ || chainDirty_)) {
-    if (chainCounters_.size < 4 * regions_) {
-      device_->freeBuffer(std::exchange(chainCounters_, BufferRef{})); // no run in flight
-      SINTER_ASSIGN_OR_RETURN(chainCounters_, device_->createBuffer(4 * regions_));
-    }
-    zeroChain = true;
-  }
-  chainDirty_ = chained; // until the run completes
-  link_ = pendingWait_ = ChainLink{};
-  groupCommands_ = 0;
-  chainClosed_ = false;
-  chainWaits_ = 0;
   absl::Status status = beginSegment(0);
   if (status.ok() && queries_ != VK_NULL_HANDLE) {
     Command reset;
@@ -820,15 +704,12 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
     reset.query = static_cast<int64_t>(2 * dispatches_);
     commands_.push_back(reset);
   }
-  for (const BufferRef *zero :
-       {zeroAttention ? &attentionScratch_ : nullptr, zeroChain ? &chainCounters_ : nullptr}) {
-    if (!status.ok() || !zero)
-      continue;
+  if (status.ok() && zeroAttention) {
     Command fill;
     fill.kind = Command::Kind::Fill;
-    fill.dst = zero->buffer;
-    fill.dstOffset = zero->offset;
-    fill.size = zero->size;
+    fill.dst = attentionScratch_.buffer;
+    fill.dstOffset = attentionScratch_.offset;
+    fill.size = attentionScratch_.size;
     commands_.push_back(fill);
     // Setup, not a dependency of the graph: not counted in barriers_.
     commands_.push_back(barrierCommand(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
@@ -842,26 +723,19 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
   bool split = false;
   for (size_t i = 0; i < steps_.size() && status.ok(); ++i) {
     const Step &s = steps_[i];
-    const bool copy = s.kind == Step::Kind::Copy ||
-                      (s.kind == Step::Kind::Dispatch && copyTooWideToBind(s, args));
-    if (hazards.needsBarrier(s.access) || chainClosed_) {
-      // A chained kernel waits for the one dispatch before it instead of a barrier.
-      endGroup(s.kind == Step::Kind::Dispatch && !copy && s.built && s.built->kernel.chained);
+    if (hazards.needsBarrier(s.access)) {
+      barrier();
       hazards.clear();
     }
     hazards.mark(s.access);
     if (s.kind == Step::Kind::Upload) {
-      settlePendingWait();
-      groupNotChainable();
       uint64_t before = submissions_;
       status = resolveUpload(i, args, hazards);
       split |= submissions_ != before;
-    } else if (copy) {
+    } else if (s.kind == Step::Kind::Copy || copyTooWideToBind(s, args)) {
       // A copy kernel (replay's stand-in for vkCmdCopyBuffer) cannot bind a buffer above
       // maxStorageBufferRange (a 262 MB embedding table on lavapipe): vkCmdCopyBuffer then, its
       // offsets baked in (such a run re-records its commands).
-      settlePendingWait();
-      groupNotChainable();
       status = resolveCopy(boundOp(s.member, args.params), args, hazards);
     } else {
       absl::InlinedVector<OpCall, 4> ops;
@@ -871,10 +745,7 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
         // Never: an attention step always has the per-head kernel.
         status = absl::InternalError("vulkan: attention step without its kernel");
       } else if (s.heads && !headsAgree(i, args)) {
-        // The heads see different seq_len this run: the members, one launch each (with
-        // barriers: none waits through a counter, and nothing waits on them).
-        settlePendingWait();
-        groupNotChainable();
+        // The heads see different seq_len this run: the members, one launch each.
         const HeadFallback &f = *s.heads;
         for (size_t h = 0; h < f.members.size() && status.ok(); ++h) {
           if (hazards.needsBarrier(f.access[h])) {
@@ -895,8 +766,7 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
           }
         }
         status = resolveDispatch(*s.built, ops, s.anchor, s.heads ? &words : nullptr, args,
-                                 static_cast<int64_t>(dispatchSteps.size()), s.indirect,
-                                 /*mayChain=*/true);
+                                 static_cast<int64_t>(dispatchSteps.size()), s.indirect);
         dispatchSteps.push_back(static_cast<uint32_t>(i));
       }
     }
@@ -911,29 +781,13 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
     device_->staging().reset();
     return status;
   }
-  settlePendingWait(); // (none: every step takes or settles it)
   StagingSpan readSpan = recordReadback(args);
   // No exit barrier: every later command buffer starts with the entry barrier. A split flush
   // (or one that zeroed the attention scratch) is not kept: the next run's commands differ.
-  SINTER_RETURN_IF_ERROR(
-      submitCommands(steps_.size(), replay_ && !split && !zeroAttention && !zeroChain));
-  chainDirty_ = false; // the run completed: its counters are zero again
+  SINTER_RETURN_IF_ERROR(submitCommands(steps_.size(), replay_ && !split && !zeroAttention));
   if (readSpan.data) { // the ring was reset after the wait, not overwritten: nothing runs now
     std::memcpy(args.readback->out.data(), readSpan.data, args.readback->out.size());
     args.readback->done = true;
-  }
-  // (After the read-back: this read takes the staging ring again.)
-  if (chained && checkChainCounters_) {
-    std::vector<uint32_t> counters(chainCounters_.size / 4);
-    SINTER_RETURN_IF_ERROR(device_->read(
-        chainCounters_,
-        absl::Span<uint8_t>(reinterpret_cast<uint8_t *>(counters.data()), 4 * counters.size())));
-    for (size_t i = 0; i < counters.size(); ++i)
-      if (counters[i] != 0) {
-        chainDirty_ = true;
-        return absl::InternalError(absl::StrCat("vulkan: chain counter ", i, " is ", counters[i],
-                                                " after the run (want 0)"));
-      }
   }
   descriptors.trim();
   if (timed_)
@@ -951,7 +805,6 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
     st.recordings += recordings_;
     st.replays += replays_;
     st.deadScores += deadScores_;
-    st.chainWaits += chainWaits_;
     st.waitSeconds += waitSeconds_;
   }
   if (checkValidation_) {
@@ -1047,11 +900,10 @@ std::unique_ptr<Plan> makeVulkanPlan(std::shared_ptr<VulkanDevice> device,
                                      std::shared_ptr<VulkanCompiler::Shared> shared,
                                      std::vector<Step> steps, size_t launches, size_t numSlots,
                                      std::string description, bool printTimes, bool checkValidation,
-                                     bool replay, bool elideDeadScores, bool checkChainCounters) {
+                                     bool replay, bool elideDeadScores) {
   return std::make_unique<VulkanPlanImpl>(std::move(device), std::move(shared), std::move(steps),
                                           launches, numSlots, std::move(description), printTimes,
-                                          checkValidation, replay, elideDeadScores,
-                                          checkChainCounters);
+                                          checkValidation, replay, elideDeadScores);
 }
 
 } // namespace sinter::runtime::vulkan

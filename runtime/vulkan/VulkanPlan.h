@@ -39,9 +39,6 @@ namespace sinter::runtime::vulkan {
 
 /// VulkanKernel::bindingMembers of a binding the plan provides (attention's scratch).
 inline constexpr uint8_t kScratchBindingMember = 255;
-/// VulkanKernel::bindingMembers of the counter binding of a chained kernel, and its words.
-inline constexpr uint8_t kChainBindingMember = 254;
-inline constexpr uint32_t kChainWordCount = 4;
 
 /// One compiled kernel as the runtime dispatches it.
 struct VulkanKernel {
@@ -64,11 +61,6 @@ struct VulkanKernel {
   /// plan provides, zeroed once (the kernel leaves it zero).
   uint32_t attentionSplits = 1;
   uint32_t scratchWordsPerHead = 0;
-  /// Chained (codegen::SpirvTarget::chainLaunches): a binding (kChainBindingMember) of the
-  /// plan's counters and kChainWordCount words after all others: the counter to wait on, the
-  /// count to wait for (0: none), this launch's counter, and 1 when a later launch waits on it
-  /// (and clears it) or 0 when its own last workgroup clears it. A run leaves them all zero.
-  bool chained = false;
   /// When nonzero, the push-constant words above (this many) are not pushed: they go into a
   /// storage buffer the plan binds at the last binding (binary.numBuffers - 1), a region per
   /// dispatch of a buffer the plan owns, so its recorded command buffer can be replayed with
@@ -114,9 +106,6 @@ struct VulkanCompilerStats {
   /// Attention dispatches that left the scores buffer alone: a later step overwrote them
   /// (VulkanCompilerOptions::elideDeadScores).
   uint64_t deadScores = 0;
-  /// Dependencies a chained launch waited for through a counter instead of a barrier
-  /// (VulkanKernel::chained).
-  uint64_t chainWaits = 0;
 };
 
 /// The counters of a compiler and its plans; tests and benchmarks may hold it after the backend
@@ -156,9 +145,6 @@ struct VulkanCompilerOptions {
   /// (codegen::kAttnStoreScores = 0): dead values, and the normalizing pass on the last head's
   /// critical path. `SINTER_VK_QMATMUL=deadscores=0` stores every layer's.
   bool elideDeadScores = true;
-  /// After each run of a plan with chained launches, read their counters back and fail the
-  /// flush with Internal unless every one is zero again (a test's check of the kernels' resets).
-  bool checkChainCounters = false;
 };
 
 class VulkanCompiler : public PlanCompiler {

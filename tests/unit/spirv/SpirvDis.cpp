@@ -3,7 +3,6 @@
 //   sinter-spirv-dis <op> [int ...] [--dtype=Q4_0] [--scalar=1e-5] [--params=MASK]
 //                    [--subgroup=32] [--no-opt] [--rms-prologue] [--epilogue=add,silu,...]
 //                    [--attention] [--attn-split=N] [--attn-sub] [--int-dot] [--params-buffer]
-//                    [--chain] [--prefetch]
 //
 // <op> is SEMANTICS.md's name (rms_norm, quantized_matmul, ...), the integers are the op's in
 // order, MASK (binary or decimal) marks those read at run time. The output is a header of
@@ -13,9 +12,7 @@
 // quantized_matmul is a sibling product of the anchor's shape: gate and up); --attention
 // makes an attn_score the anchor of the attention kernel over heads (softmax and attn_value of the
 // same head_dim as its epilogue).
-// --int-dot builds for a device with integer dot products (32 KB of workgroup memory);
-// --chain builds chained launches (SpirvTarget::chainLaunches); --prefetch makes every int8-x
-// product load its first batch of W before x (SpirvTarget::qmatmulPrefetch).
+// --int-dot builds for a device with integer dot products (32 KB of workgroup memory).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -39,7 +36,7 @@ int usage(const char *message) {
       "sinter-spirv-dis: %s\nusage: sinter-spirv-dis <op> [int ...] "
       "[--dtype=NAME] [--scalar=F] [--params=MASK] [--subgroup=N] [--no-opt] "
       "[--rms-prologue] [--epilogue=OPS] [--attention] [--attn-split=N] [--attn-sub] [--int-dot] "
-      "[--params-buffer] [--chain] [--prefetch]\n",
+      "[--params-buffer]\n",
       message);
   return 2;
 }
@@ -109,10 +106,6 @@ int main(int argc, char **argv) {
       target.maxSharedMemoryBytes = 32768;
     } else if (arg == "--params-buffer") {
       target.paramsInBuffer = true;
-    } else if (arg == "--chain") {
-      target.chainLaunches = true;
-    } else if (arg == "--prefetch") {
-      target.qmatmulPrefetch = true;
     } else if (arg == "--no-opt") {
       target.optimize = false;
     } else if (arg == "--rms-prologue") {

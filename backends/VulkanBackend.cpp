@@ -92,8 +92,6 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps, bool paramsInBuf
       target.qmatmulBlockWindow = kv.second != "0";
     if (kv.first == "early")
       target.qmatmulEarlyInputs = kv.second != "0";
-    if (kv.first == "attnsub")
-      target.attentionSubgroupStates = kv.second != "0";
     if (kv.first == "nonwritable")
       target.readOnlyBindings = kv.second != "0";
     uint32_t v = 0;

@@ -213,113 +213,6 @@ absl::Status emitAttentionKernel(Emitter &e, const OpShape &score, const KernelS
         }
         return next;
       });
-  auto deviceFence = [&] {
-    b.create<mlir::spirv::MemoryBarrierOp>(e.loc, mlir::spirv::Scope::Device,
-                                           mlir::spirv::MemorySemantics::AcquireRelease |
-                                               mlir::spirv::MemorySemantics::UniformMemory);
-  };
-  auto bits = [&](Value f) { return b.create<arith::BitcastOp>(e.loc, e.i32(), f).getResult(); };
-  auto fromBits = [&](Value i) {
-    return b.create<arith::BitcastOp>(e.loc, e.f32(), i).getResult();
-  };
-  auto inverseOf = [&](Value sum) {
-    Value nonEmpty = b.create<arith::CmpFOp>(e.loc, arith::CmpFPredicate::OGT, sum, e.cf(0.0));
-    return e.select(nonEmpty, b.create<arith::DivFOp>(e.loc, e.cf(1.0), sum), e.cf(0.0));
-  };
-  // The scores buffer of the last head: the raw scores become the softmax's weights, positions
-  // first, first + step, ...
-  auto normalizeScores = [&](Value max, Value inverse, Value first, Value step) {
-    e.ifThen(isLast, [&] {
-      e.forLoop(first, seqLen, step, [&](Value t) {
-        Value x = b.create<arith::SubFOp>(e.loc, e.load(scores, t), max);
-        e.store(e.fmul(emitExp(b, e.loc, x, MathTarget::Gpu), inverse), scores, t);
-      });
-    });
-  };
-  if (e.plan.attentionSubgroupStates) {
-    // Every subgroup's state (max, sum, unnormalized output) goes to scratch: P = S x NS states
-    // a head, at words heads + (head * P + share * NS + subgroup) * (dim + 2). Each lane fences
-    // its stores at device scope, the subgroup meets, and lane 0 counts the state done; the
-    // subgroup that counts the P-th merges the P states (no workgroup barrier anywhere) and sets
-    // the counter back to 0.
-    Value scratch = e.binding(e.plan.scratchBinding);
-    const int64_t states = splits * subgroups, stateWords = dim + 2;
-    auto stateBase = [&](Value j) {
-      return e.add(heads, e.mul(e.add(e.mul(head, e.ci(states)), j), e.ci(stateWords)));
-    };
-    Value mine = stateBase(e.add(e.mul(share, e.ci(subgroups)), sg));
-    e.ifThen(e.ult(lane, e.ci(1)), [&] {
-      e.store(bits(state[0]), scratch, mine);
-      e.store(bits(state[1]), scratch, e.add(mine, e.ci(1)));
-    });
-    for (int64_t k = 0; k < perLane; ++k)
-      e.ifThen(valid[k],
-               [&] { e.store(bits(state[2 + k]), scratch, e.add(mine, e.add(ds[k], e.ci(2)))); });
-    deviceFence();
-    b.create<mlir::spirv::ControlBarrierOp>(
-        e.loc, mlir::spirv::Scope::Subgroup, mlir::spirv::Scope::Subgroup,
-        mlir::spirv::MemorySemantics::AcquireRelease | mlir::spirv::MemorySemantics::UniformMemory);
-    Value counted = e.ifValue(
-        e.ult(lane, e.ci(1)), e.i32(),
-        [&] {
-          return b
-              .create<mlir::memref::AtomicRMWOp>(e.loc, mlir::arith::AtomicRMWKind::addi, e.c32(1),
-                                                 scratch, mlir::ValueRange{head})
-              .getResult();
-        },
-        [&] { return e.c32(0); });
-    counted = b.create<mlir::gpu::ShuffleOp>(e.loc, counted, e.c32(0), e.c32(e.target.subgroupSize),
-                                             mlir::gpu::ShuffleMode::IDX)
-                  .getShuffleResult();
-    Value merging =
-        b.create<arith::CmpIOp>(e.loc, arith::CmpIPredicate::eq, counted, e.c32(states - 1));
-    e.ifThen(merging, [&] {
-      deviceFence();
-      // Lane l holds states l, l + S, ... (their max and sum): the head's max and sum are
-      // subgroup reductions, each state's weight exp(m_j - max) is computed once, by its lane.
-      const int64_t rounds = (states + lanes - 1) / lanes;
-      llvm::SmallVector<Value> ms, ls;
-      Value localMax = e.cf(lowest);
-      for (int64_t r = 0; r < rounds; ++r) {
-        Value j = e.add(lane, e.ci(r * lanes));
-        Value ok = e.ult(j, e.ci(states));
-        Value base = stateBase(e.select(ok, j, e.ci(0)));
-        ms.push_back(e.select(ok, fromBits(e.load(scratch, base)), e.cf(lowest)));
-        ls.push_back(e.select(ok, fromBits(e.load(scratch, e.add(base, e.ci(1)))), e.cf(0.0)));
-        localMax = b.create<arith::MaxNumFOp>(e.loc, localMax, ms.back());
-      }
-      // Every state's output for this lane's d, loaded at once (independent of the weights).
-      llvm::SmallVector<llvm::SmallVector<Value>> outs(perLane);
-      for (int64_t k = 0; k < perLane; ++k)
-        for (int64_t j = 0; j < states; ++j)
-          outs[k].push_back(
-              fromBits(e.load(scratch, e.add(stateBase(e.ci(j)), e.add(ds[k], e.ci(2))))));
-      Value max = e.clusterMax(localMax, lanes);
-      llvm::SmallVector<Value> ws;
-      Value partial = e.cf(0.0);
-      for (int64_t r = 0; r < rounds; ++r) {
-        ws.push_back(
-            emitExp(b, e.loc, b.create<arith::SubFOp>(e.loc, ms[r], max), MathTarget::Gpu));
-        partial = e.fma(ls[r], ws.back(), partial);
-      }
-      Value inverse = inverseOf(e.clusterSum(partial, lanes));
-      Value width = e.c32(e.target.subgroupSize);
-      llvm::SmallVector<Value> weights; // state j's weight, from lane j mod S
-      for (int64_t j = 0; j < states; ++j)
-        weights.push_back(b.create<mlir::gpu::ShuffleOp>(e.loc, ws[j / lanes], e.c32(j % lanes),
-                                                         width, mlir::gpu::ShuffleMode::IDX)
-                              .getShuffleResult());
-      for (int64_t k = 0; k < perLane; ++k) {
-        Value o = e.cf(0.0);
-        for (int64_t j = 0; j < states; ++j)
-          o = e.fma(outs[k][j], weights[j], o);
-        e.ifThen(valid[k], [&] { e.store(e.fmul(o, inverse), out, e.add(oBase, ds[k])); });
-      }
-      normalizeScores(max, inverse, lane, e.ci(lanes));
-      e.ifThen(e.ult(lane, e.ci(1)), [&] { e.store(e.c32(0), scratch, head); });
-    });
-    return absl::OkStatus();
-  }
   // Merge the subgroups: every invocation reads all NS states, then owns some d. NS is a
   // compile-time constant, so the loops below are unrolled: each state's loads are independent
   // and issued together, and each subgroup's weight exp(m_j - max) is computed once (a loop with
@@ -373,6 +266,19 @@ absl::Status emitAttentionKernel(Emitter &e, const OpShape &score, const KernelS
   Merged wg = merge(sgMax, sgSum);
   Value maxAll = wg.max, total = wg.total;
   Value tid = e.threadId(), threads = e.ci(e.plan.workgroupSize);
+  auto inverseOf = [&](Value sum) {
+    Value nonEmpty = b.create<arith::CmpFOp>(e.loc, arith::CmpFPredicate::OGT, sum, e.cf(0.0));
+    return e.select(nonEmpty, b.create<arith::DivFOp>(e.loc, e.cf(1.0), sum), e.cf(0.0));
+  };
+  // The scores buffer of the last head: the raw scores become the softmax's weights.
+  auto normalizeScores = [&](Value max, Value inverse) {
+    e.ifThen(isLast, [&] {
+      e.forLoop(tid, seqLen, threads, [&](Value t) {
+        Value x = b.create<arith::SubFOp>(e.loc, e.load(scores, t), max);
+        e.store(e.fmul(emitExp(b, e.loc, x, MathTarget::Gpu), inverse), scores, t);
+      });
+    });
+  };
   auto workgroupOutput = [&](Value d) {
     llvm::SmallVector<Value> as;
     for (int64_t j = 0; j < subgroups; ++j)
@@ -383,7 +289,7 @@ absl::Status emitAttentionKernel(Emitter &e, const OpShape &score, const KernelS
     Value inverse = inverseOf(total);
     e.forLoop(tid, e.ci(dim), threads,
               [&](Value d) { e.store(e.fmul(workgroupOutput(d), inverse), out, e.add(oBase, d)); });
-    normalizeScores(maxAll, inverse, tid, threads);
+    normalizeScores(maxAll, inverse);
     return absl::OkStatus();
   }
   // Split: the share's state (max, sum, unnormalized output) goes to scratch, words
@@ -391,6 +297,10 @@ absl::Status emitAttentionKernel(Emitter &e, const OpShape &score, const KernelS
   // counts the share done. The workgroup that counts the S-th merges the S states (the fence
   // after its count makes the others' writes visible) and sets the counter back to 0.
   Value scratch = e.binding(e.plan.scratchBinding);
+  auto bits = [&](Value f) { return b.create<arith::BitcastOp>(e.loc, e.i32(), f).getResult(); };
+  auto fromBits = [&](Value i) {
+    return b.create<arith::BitcastOp>(e.loc, e.f32(), i).getResult();
+  };
   const int64_t stateWords = dim + 2;
   auto stateBase = [&](Value s) {
     return e.add(heads, e.mul(e.add(e.mul(head, e.ci(splits)), s), e.ci(stateWords)));
@@ -403,6 +313,11 @@ absl::Status emitAttentionKernel(Emitter &e, const OpShape &score, const KernelS
   e.forLoop(tid, e.ci(dim), threads, [&](Value d) {
     e.store(bits(workgroupOutput(d)), scratch, e.add(mine, e.add(d, e.ci(2))));
   });
+  auto deviceFence = [&] {
+    b.create<mlir::spirv::MemoryBarrierOp>(e.loc, mlir::spirv::Scope::Device,
+                                           mlir::spirv::MemorySemantics::AcquireRelease |
+                                               mlir::spirv::MemorySemantics::UniformMemory);
+  };
   deviceFence();
   Value lastFlag = workgroupArray(e, e.i32(), 1);
   e.barrier();
@@ -442,7 +357,7 @@ absl::Status emitAttentionKernel(Emitter &e, const OpShape &score, const KernelS
           as.push_back(fromBits(e.load(scratch, e.add(stateBase(e.ci(s)), e.add(d, e.ci(2))))));
         e.store(outputOf(as), out, e.add(oBase, d));
       });
-    normalizeScores(all.max, inverse, tid, threads);
+    normalizeScores(all.max, inverse);
     e.ifThen(e.ult(tid, e.ci(1)), [&] { e.store(e.c32(0), scratch, head); });
   });
   return absl::OkStatus();

@@ -385,11 +385,6 @@ KernelPlan planSpec(const KernelSpec &spec, const SpirvTarget &target) {
     plan.workgroupSize = subgroups * lanes;
     plan.unitsPerGroup = 1;
     plan.attentionSplits = shares;
-    // Each subgroup's state apart (attnsub=1) where the last subgroup's merge, unrolled, loads
-    // at most 256 outputs a lane.
-    const int64_t perLane = (dim + lanes - 1) / lanes;
-    plan.attentionSubgroupStates = target.attentionSubgroupStates && shares > 1 &&
-                                   int64_t(shares) * subgroups * perLane <= 256;
   }
   // A rope epilogue rotates pairs of rows in the invocation that stores them: a schedule of one
   // row a cluster (K-quants, F32/F16/BF16) takes two.
@@ -727,15 +722,11 @@ absl::StatusOr<SpirvKernel> buildSpirvKernel(const KernelSpec &spec, const Spirv
     kernel.extraPushWords = kAttnExtraWords;
     kernel.perHead = true;
     kernel.attentionSplits = plan.attentionSplits;
-    kernel.attentionSubgroupStates = plan.attentionSubgroupStates;
     if (plan.attentionSplits > 1) {
       kernel.bindingMembers.push_back(kScratchMember);
       kernel.bindingOperands.push_back(0);
-      // One counter, then a state (max, sum, head_dim outputs) a share, or a subgroup of each.
-      const uint32_t states =
-          plan.attentionSplits *
-          (plan.attentionSubgroupStates ? plan.workgroupSize / target.subgroupSize : 1);
-      kernel.scratchWordsPerHead = 1 + states * static_cast<uint32_t>(spec.anchor.ints[0] + 2);
+      kernel.scratchWordsPerHead =
+          1 + plan.attentionSplits * static_cast<uint32_t>(spec.anchor.ints[0] + 2);
     }
   }
   kernel.anchorMember = static_cast<uint8_t>(spec.prologue.size());

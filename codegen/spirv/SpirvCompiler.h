@@ -96,9 +96,6 @@ struct SpirvTarget {
   /// workgroup a head). Each takes a contiguous share of the positions; the last of a head to
   /// finish (an atomic counter in a scratch binding) merges the shares.
   uint32_t attentionSplits = 0;
-  /// Split attention: each subgroup's state goes to scratch and the last subgroup of a head
-  /// merges them (`attnsub=1`), instead of a workgroup merge and then the last share's.
-  bool attentionSubgroupStates = false;
   /// The integer words in a storage buffer bound after the kernel's other bindings
   /// (SpirvKernel::paramsInBuffer) instead of push constants: the Vulkan runtime then records a
   /// plan's command buffer once and replays it, writing only the words (SINTER_VK_REPLAY=0 turns
@@ -162,9 +159,6 @@ struct SpirvKernel {
   /// leaves it zero again): a counter per head, then each workgroup's share of the softmax.
   uint32_t attentionSplits = 1;
   uint32_t scratchWordsPerHead = 0;
-  /// Split attention with a state a subgroup in scratch, merged by the last subgroup of a head
-  /// (KernelPlan::attentionSubgroupStates).
-  bool attentionSubgroupStates = false;
   /// The anchor's member index (the prologue's length) and kind.
   uint8_t anchorMember = 0;
   OpKind kind = OpKind::Matmul;

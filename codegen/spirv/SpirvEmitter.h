@@ -70,10 +70,6 @@ struct KernelPlan {
   /// Attention over heads: workgroups per head, and the scratch binding (when more than one).
   uint32_t attentionSplits = 1;
   uint32_t scratchBinding = 0;
-  /// Split attention: every subgroup of every share writes its own state to scratch and counts
-  /// itself done, and the last subgroup of a head merges them all (no workgroup merge or
-  /// barrier); false: the workgroup merges its subgroups first and the last share merges.
-  bool attentionSubgroupStates = false;
   /// u32 words of the push-constant block (the op's integer arguments).
   uint32_t pushConstantWords = 0;
 };

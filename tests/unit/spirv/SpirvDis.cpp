@@ -2,7 +2,7 @@
 //
 //   sinter-spirv-dis <op> [int ...] [--dtype=Q4_0] [--scalar=1e-5] [--params=MASK]
 //                    [--subgroup=32] [--no-opt] [--rms-prologue] [--epilogue=add,silu,...]
-//                    [--attention] [--attn-split=N] [--attn-sub] [--int-dot] [--params-buffer]
+//                    [--attention] [--attn-split=N] [--int-dot] [--params-buffer]
 //
 // <op> is SEMANTICS.md's name (rms_norm, quantized_matmul, ...), the integers are the op's in
 // order, MASK (binary or decimal) marks those read at run time. The output is a header of
@@ -31,13 +31,12 @@ using namespace sinter;
 namespace {
 
 int usage(const char *message) {
-  std::fprintf(
-      stderr,
-      "sinter-spirv-dis: %s\nusage: sinter-spirv-dis <op> [int ...] "
-      "[--dtype=NAME] [--scalar=F] [--params=MASK] [--subgroup=N] [--no-opt] "
-      "[--rms-prologue] [--epilogue=OPS] [--attention] [--attn-split=N] [--attn-sub] [--int-dot] "
-      "[--params-buffer]\n",
-      message);
+  std::fprintf(stderr,
+               "sinter-spirv-dis: %s\nusage: sinter-spirv-dis <op> [int ...] "
+               "[--dtype=NAME] [--scalar=F] [--params=MASK] [--subgroup=N] [--no-opt] "
+               "[--rms-prologue] [--epilogue=OPS] [--attention] [--attn-split=N] [--int-dot] "
+               "[--params-buffer]\n",
+               message);
   return 2;
 }
 
@@ -97,8 +96,6 @@ int main(int argc, char **argv) {
                                                     v[0] == '0' && v[1] == 'b' ? 2 : 10));
     } else if (const char *v = value("--subgroup=")) {
       target.subgroupSize = static_cast<uint32_t>(std::strtoul(v, nullptr, 10));
-    } else if (arg == "--attn-sub") {
-      target.attentionSubgroupStates = true;
     } else if (arg.rfind("--attn-split=", 0) == 0) {
       target.attentionSplits = static_cast<uint32_t>(std::atoi(arg.c_str() + 13));
     } else if (arg == "--int-dot") {

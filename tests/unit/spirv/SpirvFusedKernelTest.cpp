@@ -251,35 +251,5 @@ TEST_F(SpirvKernelTest, AttentionOverHeads) {
   attentionSplits_ = 0;
 }
 
-// Split attention with a state a subgroup (attnsub=1): every subgroup of every share stores its
-// state and counts itself done, and the last subgroup of a head merges them all. Two and four
-// subgroups a share, 2..8 shares, empty shares and subgroups, head_dim past the lanes, dead
-// scores.
-TEST_F(SpirvKernelTest, AttentionSubgroupStates) {
-  attentionSubgroupStates_ = expectSubgroupStates_ = true;
-  const uint32_t lanes = target().subgroupSize;
-  for (uint32_t subgroups : {2u, 4u})
-    for (uint32_t splits : {2u, 4u, 8u}) {
-      if (splits * subgroups * ((128 + lanes - 1) / lanes) > 256)
-        continue; // the merge would load more than 256 outputs a lane (below)
-      attentionWorkgroup_ = subgroups * lanes;
-      attentionSplits_ = splits;
-      std::string s = ", " + str(subgroups) + " subgroups, split " + str(splits);
-      checkAttention(4, 2, 8, 5, "4 heads (2 per K/V head), head_dim 8, 5 positions" + s);
-      checkAttention(8, 1, 64, 257, "8 heads, head_dim 64, 257 positions" + s);
-      checkAttention(3, 3, 128, 1, "3 heads sharing K/V, head_dim 128, 1 position" + s);
-      checkAttention(2, 1, 48, 40, "2 heads, head_dim 48, 40 positions" + s);
-      checkAttention(8, 2, 64, 257, "dead scores" + s, /*storeScores=*/false);
-    }
-  // Where the last subgroup's merge would load more than 256 outputs a lane, the workgroup
-  // merges its subgroups first, as without the knob.
-  attentionWorkgroup_ = 8 * lanes;
-  attentionSplits_ = 64;
-  expectSubgroupStates_ = false;
-  checkAttention(8, 1, 64, 257, "8 heads, head_dim 64, 257 positions, split 64, attnsub");
-  attentionWorkgroup_ = attentionSplits_ = 0;
-  attentionSubgroupStates_ = false;
-}
-
 } // namespace
 } // namespace sinter::test

@@ -68,7 +68,6 @@ protected:
     t.maxSharedMemoryBytes = runner_->maxSharedMemory();
     t.attentionWorkgroup = attentionWorkgroup_;
     t.attentionSplits = attentionSplits_;
-    t.attentionSubgroupStates = attentionSubgroupStates_;
     t.qmatmulGroups = groups_;
     t.qmatmulWorkgroupRows = workgroupRows_;
     t.qmatmulLaneWords = laneWords_;
@@ -290,7 +289,6 @@ protected:
       ASSERT_EQ(splits, attentionSplits_) << what;
     else
       ASSERT_GT(splits, 1u) << what << ": attention is split by default";
-    ASSERT_EQ(k->attentionSubgroupStates, expectSubgroupStates_) << what;
     std::mt19937 rng(11);
     std::vector<uint64_t> sizes(5, 0);
     for (const OpCall &op : members) {
@@ -372,10 +370,6 @@ protected:
   /// target()'s SpirvTarget::attentionWorkgroup and attentionSplits.
   uint32_t attentionWorkgroup_ = 0;
   uint32_t attentionSplits_ = 0;
-  /// target()'s SpirvTarget::attentionSubgroupStates, and whether checkAttention expects the
-  /// kernel to use them.
-  bool attentionSubgroupStates_ = false;
-  bool expectSubgroupStates_ = false;
   /// target()'s SpirvTarget::qmatmulGroups (0: one workgroup per tile of rows).
   uint32_t groups_ = 0;
   /// target()'s SpirvTarget::qmatmulWorkgroupRows (0: off).

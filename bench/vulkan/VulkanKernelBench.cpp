@@ -130,8 +130,8 @@ constexpr const char *kReadProbe = R"(
                OpFunctionEnd
 )";
 
-// A hand-written kernel: `text` assembled (and validated), with its interface as given: two
-// storage buffers, `pushBytes` of push constants, workgroups of `wg` invocations.
+// A hand-written kernel: `text` assembled (and validated), with its interface as given:
+// `numBuffers` storage buffers, `pushBytes` of push constants, workgroups of `wg` invocations.
 absl::StatusOr<runtime::vulkan::KernelBinary> assembledKernel(const std::string &text,
                                                               std::string name, uint32_t pushBytes,
                                                               uint32_t wg,
@@ -742,7 +742,9 @@ stepPipeline(runtime::vulkan::VulkanDevice &device, const char *body, const char
   return device.pipelines().get(k);
 }
 
-void BM_VulkanLaunchChain(benchmark::State &state) {
+// BM_VulkanLaunchChain (`flags` false: a barrier between launches) and BM_VulkanFlagChain (true:
+// no barrier, each launch waiting on the counter of the one before, kFlagKernel).
+void launchChain(benchmark::State &state, bool flags) {
   const uint32_t groups = uint32_t(state.range(0)), n = groups * 256;
   auto device = runtime::vulkan::VulkanDevice::create();
   if (!device.ok()) {
@@ -750,32 +752,63 @@ void BM_VulkanLaunchChain(benchmark::State &state) {
     return;
   }
   runtime::vulkan::VulkanDevice &d = **device;
-  auto p = stepPipeline(d, kStepKernel, "launch_chain_step");
-  auto a = d.createBuffer(n * 4), b = d.createBuffer(n * 4);
-  if (!p.ok() || !a.ok() || !b.ok()) {
+  absl::StatusOr<const runtime::vulkan::Pipeline *> p = absl::InternalError("not built");
+  if (!flags) {
+    p = stepPipeline(d, kStepKernel, "launch_chain_step");
+  } else {
+    // kStepCommon with a third binding, the counters.
+    const std::string common =
+        absl::StrReplaceAll(kStepCommon, {{"               OpDecorate %b Coherent\n",
+                                           "               OpDecorate %b Coherent\n"
+                                           "               OpDecorate %cnt DescriptorSet 0\n"
+                                           "               OpDecorate %cnt Binding 2\n"
+                                           "               OpDecorate %cnt Coherent\n"},
+                                          {"          %b = OpVariable %p_Buf StorageBuffer\n",
+                                           "          %b = OpVariable %p_Buf StorageBuffer\n"
+                                           "        %cnt = OpVariable %p_Buf StorageBuffer\n"}});
+    if (auto k = assembledKernel(common + kFlagKernel, "flag_chain_step", 8, 256, 3); k.ok())
+      p = d.pipelines().get(*k);
+    else
+      p = k.status();
+  }
+  constexpr uint32_t kMaxSteps = 512;
+  auto a = d.createBuffer(n * 4), b = d.createBuffer(n * 4),
+       counters = d.createBuffer(flags ? kMaxSteps * 4 : 4);
+  if (!p.ok() || !a.ok() || !b.ok() || !counters.ok()) {
     state.SkipWithError(p.ok() ? "cannot allocate the buffers"
                                : std::string(p.status().message()).c_str());
     return;
   }
-  runtime::vulkan::BufferRef ab[2] = {*a, *b}, ba[2] = {*b, *a};
-  auto setAB = d.descriptors().get(**p, ab), setBA = d.descriptors().get(**p, ba);
+  runtime::vulkan::BufferRef ab[3] = {*a, *b, *counters}, ba[3] = {*b, *a, *counters};
+  const size_t bound = flags ? 3 : 2;
+  auto setAB = d.descriptors().get(**p, absl::MakeConstSpan(ab, bound)),
+       setBA = d.descriptors().get(**p, absl::MakeConstSpan(ba, bound));
   if (!setAB.ok() || !setBA.ok()) {
     state.SkipWithError(std::string(setAB.status().message()).c_str());
     return;
   }
-  const uint32_t push[2] = {n, 0};
   auto run = [&](uint32_t steps) -> absl::StatusOr<double> {
-    // a is zeroed first; the first launch writes all of b.
+    // a is zeroed first (and the counters); the first launch writes all of b.
     SINTER_ASSIGN_OR_RETURN(
         double seconds, timedCommands(d, &*a, [&](VkCommandBuffer cmd) {
+          if (flags) {
+            vkCmdFillBuffer(cmd, counters->buffer, counters->offset, counters->size, 0);
+            runtime::vulkan::recordMemoryBarrier(
+                cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+                VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+          }
           vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, (*p)->pipeline);
-          vkCmdPushConstants(cmd, (*p)->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 8, push);
           for (uint32_t i = 0; i < steps; ++i) {
-            if (i > 0)
+            if (i > 0 && !flags)
               runtime::vulkan::recordMemoryBarrier(
                   cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
                   VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                   VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+            // Push word 1: kFlagKernel's launch index (pushed once, 0, for kStepKernel).
+            const uint32_t push[2] = {n, flags ? i : 0};
+            if (flags || i == 0)
+              vkCmdPushConstants(cmd, (*p)->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 8, push);
             VkDescriptorSet set = i % 2 ? *setBA : *setAB;
             vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, (*p)->layout, 0, 1, &set,
                                     0, nullptr);
@@ -783,12 +816,24 @@ void BM_VulkanLaunchChain(benchmark::State &state) {
           }
         }));
     SINTER_RETURN_IF_ERROR(expectAll(d, steps % 2 ? *b : *a, 0, n, steps));
+    if (flags) {
+      // Every counter was reset by the launch after it but the last one's.
+      absl::Status reset = expectAll(d, *counters, 0, steps - 1, 0);
+      if (reset.ok())
+        reset = expectAll(d, *counters, uint64_t(steps - 1) * 4, 1, groups);
+      if (!reset.ok())
+        return absl::InternalError(absl::StrCat("the counters: ", reset.message()));
+    }
     return seconds;
   };
   state.counters["us_per_step"] = perStepMicros(state, run);
   d.freeBuffer(*a);
   d.freeBuffer(*b);
+  d.freeBuffer(*counters);
 }
+
+void BM_VulkanLaunchChain(benchmark::State &state) { launchChain(state, /*flags=*/false); }
+void BM_VulkanFlagChain(benchmark::State &state) { launchChain(state, /*flags=*/true); }
 
 void BM_VulkanGridSync(benchmark::State &state) {
   const uint32_t groups = uint32_t(state.range(0)), n = groups * 256;
@@ -836,77 +881,6 @@ void BM_VulkanGridSync(benchmark::State &state) {
   state.counters["us_per_step"] = perStepMicros(state, run);
   d.freeBuffer(*buf);
   d.freeBuffer(*counter);
-}
-
-void BM_VulkanFlagChain(benchmark::State &state) {
-  const uint32_t groups = uint32_t(state.range(0)), n = groups * 256;
-  auto device = runtime::vulkan::VulkanDevice::create();
-  if (!device.ok()) {
-    state.SkipWithError(std::string(device.status().message()).c_str());
-    return;
-  }
-  runtime::vulkan::VulkanDevice &d = **device;
-  // kStepCommon with a third binding, the counters.
-  const std::string common =
-      absl::StrReplaceAll(kStepCommon, {{"               OpDecorate %b Coherent\n",
-                                         "               OpDecorate %b Coherent\n"
-                                         "               OpDecorate %cnt DescriptorSet 0\n"
-                                         "               OpDecorate %cnt Binding 2\n"
-                                         "               OpDecorate %cnt Coherent\n"},
-                                        {"          %b = OpVariable %p_Buf StorageBuffer\n",
-                                         "          %b = OpVariable %p_Buf StorageBuffer\n"
-                                         "        %cnt = OpVariable %p_Buf StorageBuffer\n"}});
-  absl::StatusOr<const runtime::vulkan::Pipeline *> p = absl::InternalError("not built");
-  if (auto k = assembledKernel(common + kFlagKernel, "flag_chain_step", 8, 256, 3); k.ok())
-    p = d.pipelines().get(*k);
-  else
-    p = k.status();
-  constexpr uint32_t kMaxSteps = 512;
-  auto a = d.createBuffer(n * 4), b = d.createBuffer(n * 4),
-       counters = d.createBuffer(kMaxSteps * 4);
-  if (!p.ok() || !a.ok() || !b.ok() || !counters.ok()) {
-    state.SkipWithError(p.ok() ? "cannot allocate the buffers"
-                               : std::string(p.status().message()).c_str());
-    return;
-  }
-  runtime::vulkan::BufferRef ab[3] = {*a, *b, *counters}, ba[3] = {*b, *a, *counters};
-  auto setAB = d.descriptors().get(**p, ab), setBA = d.descriptors().get(**p, ba);
-  if (!setAB.ok() || !setBA.ok()) {
-    state.SkipWithError(std::string(setAB.status().message()).c_str());
-    return;
-  }
-  auto run = [&](uint32_t steps) -> absl::StatusOr<double> {
-    // a is zeroed first (with the counters); the first launch writes all of b.
-    SINTER_ASSIGN_OR_RETURN(
-        double seconds, timedCommands(d, &*a, [&](VkCommandBuffer cmd) {
-          vkCmdFillBuffer(cmd, counters->buffer, counters->offset, counters->size, 0);
-          runtime::vulkan::recordMemoryBarrier(
-              cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
-              VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-              VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
-          vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, (*p)->pipeline);
-          for (uint32_t i = 0; i < steps; ++i) {
-            const uint32_t push[2] = {n, i};
-            vkCmdPushConstants(cmd, (*p)->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 8, push);
-            VkDescriptorSet set = i % 2 ? *setBA : *setAB;
-            vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, (*p)->layout, 0, 1, &set,
-                                    0, nullptr);
-            vkCmdDispatch(cmd, groups, 1, 1);
-          }
-        }));
-    SINTER_RETURN_IF_ERROR(expectAll(d, steps % 2 ? *b : *a, 0, n, steps));
-    // Every counter was reset by the launch after it but the last one's.
-    absl::Status reset = expectAll(d, *counters, 0, steps - 1, 0);
-    if (reset.ok())
-      reset = expectAll(d, *counters, uint64_t(steps - 1) * 4, 1, groups);
-    if (!reset.ok())
-      return absl::InternalError(absl::StrCat("the counters: ", reset.message()));
-    return seconds;
-  };
-  state.counters["us_per_step"] = perStepMicros(state, run);
-  d.freeBuffer(*a);
-  d.freeBuffer(*b);
-  d.freeBuffer(*counters);
 }
 
 void registerAll() {

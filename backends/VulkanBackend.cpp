@@ -113,6 +113,10 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps, bool paramsInBuf
       target.qmatmulGroups = v;
     else if (kv.first == "wgrows")
       target.qmatmulWorkgroupRows = v;
+    else if (kv.first == "trows")
+      target.qmatmulTiledRows = v;
+    else if (kv.first == "twg")
+      target.qmatmulTiledWorkgroup = v;
     else if (kv.first == "attnwg")
       target.attentionWorkgroup = v;
     else if (kv.first == "attnsplit")

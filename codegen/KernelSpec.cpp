@@ -77,6 +77,7 @@ std::string KernelSpec::key() const {
   k.push_back(injectFailure ? 1 : 0);
   k.push_back(attentionOverHeads ? 1 : 0);
   k.push_back(stackedProducts ? 1 : 0);
+  k.push_back(tiledWeights ? 1 : 0);
   k.append(reinterpret_cast<const char *>(&unstoredOutputs), sizeof(unstoredOutputs));
   k.append(reinterpret_cast<const char *>(&rowsHint), sizeof(rowsHint));
   k.append(reinterpret_cast<const char *>(&earlyInputs), sizeof(earlyInputs));
@@ -141,6 +142,8 @@ std::string KernelSpec::name() const {
     absl::StrAppend(&n, "_heads");
   if (stackedProducts)
     absl::StrAppend(&n, "_stacked");
+  if (tiledWeights)
+    absl::StrAppend(&n, "_tiled");
   if (!prologue.empty())
     n = absl::StrCat(opInfo(prologue[0].kind).name, "_", n);
   if (unstoredOutputs != 0)

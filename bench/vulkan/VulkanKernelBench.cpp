@@ -15,6 +15,11 @@
 // launch i writes output i % 3 (no barrier inside a group of three, like Q, K and V); per launch:
 // device microseconds (timestamps: the flush's first start to last end over its launches) and
 // weight bytes per device second, beside the wall time and the host's recording time per launch.
+// BM_VulkanQMatmulLayout/ROWS/COLS/TILED: the generated Q4_0 kernel dispatched directly (no
+// backend), on GGUF weights (TILED 0) or the same kernel schedule's tiled-weights variant
+// (TILED 1, codegen/TiledWeights.h), each launch reading the next of enough weight buffers to be
+// past the L2 cache and waiting for the one before (a barrier): microseconds a step from the
+// slope between 64 and 512 steps in one submission, and weight bytes per second of that.
 // BM_VulkanAttention/HEADS/KVHEADS/DIM/SEQ: a decode layer's attention (below).
 // BM_VulkanLaunchChain/G and BM_VulkanGridSync/G: what a dependency between two steps costs, as a
 // launch and a barrier or as a barrier across a resident grid inside one launch (below).
@@ -36,12 +41,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "backends/VulkanBackend.h"
+#include "codegen/TiledWeights.h"
 #include "codegen/spirv/SpirvCompiler.h"
 #include "runtime/vulkan/DescriptorCache.h"
 #include "runtime/vulkan/PipelineCache.h"
 #include "runtime/vulkan/VulkanDevice.h"
 #include "sinter/DType.h"
 #include "sinter/Status.h"
+#include "support/Ops.h"
+#include "support/Trace.h"
 
 namespace sinter {
 namespace {
@@ -883,6 +891,111 @@ void BM_VulkanGridSync(benchmark::State &state) {
   d.freeBuffer(*counter);
 }
 
+void BM_VulkanQMatmulLayout(benchmark::State &state) {
+  const int64_t rows = state.range(0), cols = state.range(1);
+  const bool tiled = state.range(2) != 0;
+  auto device = runtime::vulkan::VulkanDevice::create();
+  if (!device.ok()) {
+    state.SkipWithError(std::string(device.status().message()).c_str());
+    return;
+  }
+  runtime::vulkan::VulkanDevice &d = **device;
+  // The backend's kernel builder (SINTER_VK_QMATMUL applies), integers as push constants.
+  runtime::vulkan::VulkanKernelBuilder build =
+      spirvCodegenBuilder(d.caps(), /*paramsInBuffer=*/false);
+  OpCall op =
+      ops::quantizedMatmul(Trace::handleOfSlot(0), Trace::handleOfSlot(1), Trace::handleOfSlot(2),
+                           static_cast<uint32_t>(rows), static_cast<uint32_t>(cols), DType::Q4_0);
+  codegen::KernelSpec spec = codegen::singleOpSpec(op, 0);
+  spec.rowsHint = static_cast<uint32_t>(rows);
+  spec.tiledWeights = tiled;
+  absl::StatusOr<runtime::vulkan::VulkanKernel> kernel = build(spec);
+  if (!kernel.ok()) {
+    state.SkipWithError(std::string(kernel.status().message()).c_str());
+    return;
+  }
+  absl::StatusOr<const runtime::vulkan::Pipeline *> p = d.pipelines().get(kernel->binary);
+  if (!p.ok()) {
+    state.SkipWithError(std::string(p.status().message()).c_str());
+    return;
+  }
+  const uint64_t wBytes = uint64_t(rows) * cols / 32 * 18;
+  const int buffers = static_cast<int>(std::max<uint64_t>(2, (256ull << 20) / wBytes + 1));
+  uint64_t seed = 7;
+  std::vector<uint8_t> gguf = randomQ4_0(rows, cols, seed);
+  if (tiled) {
+    absl::StatusOr<std::vector<uint8_t>> t = codegen::tileQ4_0(gguf, rows, cols);
+    if (!t.ok()) {
+      state.SkipWithError(std::string(t.status().message()).c_str());
+      return;
+    }
+    gguf = std::move(*t);
+  }
+  std::vector<runtime::vulkan::BufferRef> ws;
+  std::vector<VkDescriptorSet> sets;
+  std::mt19937 rng(7);
+  std::vector<float> xs(cols);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  for (float &v : xs)
+    v = normal(rng);
+  auto x = d.createBuffer(cols * 4), out = d.createBuffer(rows * 4);
+  if (!x.ok() || !out.ok() ||
+      !d.write(*x, absl::Span<const uint8_t>(reinterpret_cast<const uint8_t *>(xs.data()),
+                                             xs.size() * 4))
+           .ok()) {
+    state.SkipWithError("cannot allocate x and out");
+    return;
+  }
+  for (int i = 0; i < buffers; ++i) {
+    auto w = d.createBuffer((wBytes + 15) / 16 * 16);
+    if (!w.ok() || !d.write(*w, gguf).ok()) {
+      state.SkipWithError("cannot allocate and fill the weights");
+      return;
+    }
+    ws.push_back(*w);
+    runtime::vulkan::BufferRef refs[3] = {*w, *x, *out};
+    auto set = d.descriptors().get(**p, refs);
+    if (!set.ok()) {
+      state.SkipWithError(std::string(set.status().message()).c_str());
+      return;
+    }
+    sets.push_back(*set);
+  }
+  std::vector<uint32_t> words;
+  for (uint8_t i : kernel->pushConstantInts)
+    words.push_back(static_cast<uint32_t>(op.ints[i]));
+  int64_t ints[5];
+  for (int i = 0; i < 5; ++i)
+    ints[i] = static_cast<int64_t>(op.ints[i]);
+  const std::array<uint32_t, 3> grid = kernel->grid(ints);
+  auto run = [&](uint32_t steps) -> absl::StatusOr<double> {
+    return timedCommands(d, nullptr, [&](VkCommandBuffer cmd) {
+      vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, (*p)->pipeline);
+      if (!words.empty())
+        vkCmdPushConstants(cmd, (*p)->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                           static_cast<uint32_t>(4 * words.size()), words.data());
+      for (uint32_t i = 0; i < steps; ++i) {
+        if (i > 0)
+          runtime::vulkan::recordMemoryBarrier(
+              cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+              VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+              VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+        vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, (*p)->layout, 0, 1,
+                                &sets[i % sets.size()], 0, nullptr);
+        vkCmdDispatch(cmd, grid[0], grid[1], grid[2]);
+      }
+    });
+  };
+  const double us = perStepMicros(state, run);
+  state.counters["us_per_step"] = us;
+  state.counters["GB_per_s"] = us > 0 ? double(wBytes) / us / 1e3 : 0.0;
+  state.counters["workgroups"] = double(grid[0]) * grid[1];
+  d.freeBuffer(*x);
+  d.freeBuffer(*out);
+  for (const runtime::vulkan::BufferRef &w : ws)
+    d.freeBuffer(w);
+}
+
 void registerAll() {
   for (int64_t wg : {256, 1024})
     for (int64_t unroll : {1, 4, 8})
@@ -910,6 +1023,20 @@ void registerAll() {
         ->Unit(benchmark::kMicrosecond)
         ->UseRealTime()
         ->MinTime(0.3);
+  // The generated kernel dispatched directly, on GGUF weights and on tiled ones, side by side.
+  for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{4096, 4096},
+                                                                    {11008, 4096},
+                                                                    {4096, 11008},
+                                                                    {32000, 4096},
+                                                                    {2048, 2048},
+                                                                    {5632, 2048},
+                                                                    {2048, 5632}})
+    for (int64_t tiled : {0, 1})
+      benchmark::RegisterBenchmark("BM_VulkanQMatmulLayout", BM_VulkanQMatmulLayout)
+          ->Args({rows, cols, tiled})
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime()
+          ->Iterations(5);
   // The same weights every launch: from the L2 cache (a bound on what prefetching them gains).
   for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{
            {4096, 4096}, {11008, 4096}, {4096, 11008}, {2048, 2048}, {5632, 2048}, {2048, 5632}})

@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "codegen/ElementwiseMath.h"
+#include "codegen/TiledWeights.h"
 #include "codegen/spirv/QuantWords.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -37,6 +38,66 @@ using TileRows = llvm::function_ref<std::pair<Value, llvm::SmallVector<Value, 4>
 // Matrices of fewer rows keep x in f32 (a branch on n_rows in the kernel).
 constexpr int64_t kIntDotMinRows = 64;
 
+// x (x * g under an rms_norm prologue) quantized to int8 into workgroup memory, per block of 32:
+// q = round(x * 127 / max|x|), four to a u32 (xq), d_x = max|x| / 127 (xd) and for Q4_0 8 d_x Σ q
+// (xz, the zero point's share); with a prologue the norm's sum of squares too, reduced through
+// `partials` (a float a subgroup). Ends with a barrier, after which every invocation has it all.
+struct WorkgroupX {
+  Value xq, xd, xz, squares;
+};
+WorkgroupX quantizeXIntoWorkgroup(Emitter &e, const OpShape &op, Value x4, Value g4,
+                                  Value partials) {
+  mlir::OpBuilder &b = e.b;
+  const bool q4 = op.dtype == DType::Q4_0;
+  const int64_t vectors = op.ints[1] / 4, blocks = op.ints[1] / 32;
+  const uint32_t subgroupLanes = e.target.subgroupSize;
+  const int64_t subgroups = e.plan.workgroupSize / subgroupLanes;
+  WorkgroupX wx;
+  wx.xq = workgroupArray(e, e.i32(), vectors);
+  wx.xd = workgroupArray(e, e.f32(), blocks);
+  wx.xz = q4 ? workgroupArray(e, e.f32(), blocks) : Value();
+  Value xq = wx.xq, xd = wx.xd, xz = wx.xz;
+  // 1. x: vector v by invocation v mod T, every invocation making the same number of passes
+  // so that the 8 lanes of a block (aligned: T is a multiple of 8) all reach the shuffles.
+  Value tid = e.threadId(), threads = e.ci(e.plan.workgroupSize);
+  Value lastVector = e.ci(vectors - 1);
+  Value squares =
+      e.forLoop(e.ci(0), e.ci(vectors), threads, mlir::ValueRange{e.cf(0.0)},
+                [&](Value v0, mlir::ValueRange it) {
+                  Value at = e.add(v0, tid);
+                  Value live = e.ult(at, e.ci(vectors));
+                  Value v = e.minu(at, lastVector);
+                  Value in = e.load(x4, v);
+                  Value xv =
+                      g4 ? b.create<arith::MulFOp>(e.loc, in, e.load(g4, v)).getResult() : in;
+                  Value sq = it[0];
+                  if (g4)
+                    sq = e.select(live, e.fadd(sq, groupSum(e, {in}, true)), sq);
+                  Int8Block q = quantizeBlockX(e, {xv}, 8, q4); // a block is 8 vec4s
+                  e.ifThen(live, [&] {
+                    e.store(q.words[0], xq, v);
+                    e.ifThen(e.ult(e.remu(v, e.ci(8)), e.ci(1)), [&] {
+                      Value blk = e.divu(v, e.ci(8));
+                      e.store(q.dx, xd, blk);
+                      if (q4)
+                        e.store(e.fmul(e.fmul(q.dx, q.qsum), e.cf(8.0)), xz, blk);
+                    });
+                  });
+                  return llvm::SmallVector<Value>{sq};
+                })[0];
+  if (g4) {
+    Value part = e.clusterSum(squares, subgroupLanes);
+    e.ifThen(e.ult(e.laneId(), e.ci(1)), [&] { e.store(part, partials, e.subgroupId()); });
+  }
+  e.barrier();
+  if (g4)
+    wx.squares = e.forLoop(e.ci(0), e.ci(subgroups), e.ci(1), mlir::ValueRange{e.cf(0.0)},
+                           [&](Value j, mlir::ValueRange it) {
+                             return llvm::SmallVector<Value>{e.fadd(it[0], e.load(partials, j))};
+                           })[0];
+  return wx;
+}
+
 // quantized_matmul with integer dot products (Q4_0, Q8_0; KernelPlan::intDotX). The workgroup
 // first quantizes x (x * g under an rms_norm prologue) into workgroup memory, per block of 32:
 // q = round(x * 127 / max|x|), four to a u32, and d_x = max|x| / 127 (for Q4_0 also 8 d_x Σ q,
@@ -55,9 +116,7 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, llvm::ArrayRef<Value> rowW
   const QuantLayout layout = quantLayout(op.dtype);
   const bool q4 = op.dtype == DType::Q4_0;
   const int64_t rows = e.plan.rowsPerSubgroup, perBlock = e.plan.splitWords;
-  const int64_t vectors = op.ints[1] / 4, blocks = op.ints[1] / 32;
-  const uint32_t subgroupLanes = e.target.subgroupSize;
-  const int64_t subgroups = e.plan.workgroupSize / subgroupLanes;
+  const int64_t subgroups = e.plan.workgroupSize / e.target.subgroupSize;
   Value partials = g4 ? workgroupArray(e, e.f32(), subgroups) : Value();
   // A lane's quant words of a block: laneWords from `word` on; lanesPerBlock lanes a block.
   const int64_t laneWords = e.plan.laneWords, lanesPerBlock = perBlock / laneWords;
@@ -146,47 +205,11 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, llvm::ArrayRef<Value> rowW
   std::optional<Batch> prefetched;
   if (e.plan.prefetch)
     prefetched = loadBatch(e.divu(lane, e.ci(lanesPerBlock)), /*guardFirst=*/true);
-  xq = workgroupArray(e, e.i32(), vectors);
-  xd = workgroupArray(e, e.f32(), blocks);
-  xz = q4 ? workgroupArray(e, e.f32(), blocks) : Value();
-  // 1. x: vector v by invocation v mod T, every invocation making the same number of passes
-  // so that the 8 lanes of a block (aligned: T is a multiple of 8) all reach the shuffles.
-  Value tid = e.threadId(), threads = e.ci(e.plan.workgroupSize);
-  Value lastVector = e.ci(vectors - 1);
-  Value squares =
-      e.forLoop(e.ci(0), e.ci(vectors), threads, mlir::ValueRange{e.cf(0.0)},
-                [&](Value v0, mlir::ValueRange it) {
-                  Value at = e.add(v0, tid);
-                  Value live = e.ult(at, e.ci(vectors));
-                  Value v = e.minu(at, lastVector);
-                  Value in = e.load(x4, v);
-                  Value xv =
-                      g4 ? b.create<arith::MulFOp>(e.loc, in, e.load(g4, v)).getResult() : in;
-                  Value sq = it[0];
-                  if (g4)
-                    sq = e.select(live, e.fadd(sq, groupSum(e, {in}, true)), sq);
-                  Int8Block q = quantizeBlockX(e, {xv}, 8, q4); // a block is 8 vec4s
-                  e.ifThen(live, [&] {
-                    e.store(q.words[0], xq, v);
-                    e.ifThen(e.ult(e.remu(v, e.ci(8)), e.ci(1)), [&] {
-                      Value blk = e.divu(v, e.ci(8));
-                      e.store(q.dx, xd, blk);
-                      if (q4)
-                        e.store(e.fmul(e.fmul(q.dx, q.qsum), e.cf(8.0)), xz, blk);
-                    });
-                  });
-                  return llvm::SmallVector<Value>{sq};
-                })[0];
-  if (g4) {
-    Value part = e.clusterSum(squares, subgroupLanes);
-    e.ifThen(e.ult(e.laneId(), e.ci(1)), [&] { e.store(part, partials, e.subgroupId()); });
-  }
-  e.barrier();
-  if (g4)
-    squares = e.forLoop(e.ci(0), e.ci(subgroups), e.ci(1), mlir::ValueRange{e.cf(0.0)},
-                        [&](Value j, mlir::ValueRange it) {
-                          return llvm::SmallVector<Value>{e.fadd(it[0], e.load(partials, j))};
-                        })[0];
+  WorkgroupX wx = quantizeXIntoWorkgroup(e, op, x4, g4, partials);
+  xq = wx.xq;
+  xd = wx.xd;
+  xz = wx.xz;
+  Value squares = wx.squares;
   // 2. W: the split schedule's words, lane l taking word l % W of blocks l / W, l / W + L / W...
   auto tileProducts = [&](Value tileFirst, const Batch *early) {
     llvm::SmallVector<Value> accs(rows, e.cf(0.0));
@@ -221,6 +244,105 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, llvm::ArrayRef<Value> rowW
 // Stores a tile's rows: complete(totals, squares, first row, storer) (emitQMatmulKernel).
 using Complete = llvm::function_ref<void(llvm::SmallVector<Value>, Value, Value,
                                          llvm::function_ref<Value(int64_t)>)>;
+
+// quantized_matmul Q4_0 on tiled weights (KernelSpec::tiledWeights, codegen/TiledWeights.h;
+// KernelPlan::tiled). A workgroup of T invocations computes R rows (R = unitsPerGroup, dividing
+// the layout's 32-row tiles): invocation t takes row t % R of the workgroup's and the block
+// columns t / R, t / R + C, ... (C = T / R), so the R invocations of a column load R x 16
+// consecutive bytes of quants (one 16-byte load each) and R x 2 bytes of scales, and all of them
+// read the same words of int8 x (a broadcast from workgroup memory): no shifts to cut quants out
+// of unaligned words, no subgroup reduction. x is quantized as in emitIntDotQMatmul (its first
+// batch of W loaded before when KernelPlan::prefetch); the C partial sums of a row meet in
+// workgroup memory after one barrier, and invocation t < R completes row t.
+void emitTiledQMatmul(Emitter &e, const OpShape &op, Value w4, Value x4, Value g4, Value nRows,
+                      Complete complete) {
+  mlir::OpBuilder &b = e.b;
+  const int64_t R = e.plan.unitsPerGroup, T = e.plan.workgroupSize, C = T / R;
+  const int64_t blocks = op.ints[1] / 32;
+  Value partials = g4 ? workgroupArray(e, e.f32(), T / e.target.subgroupSize) : Value();
+  Value t = e.threadId();
+  Value i = e.remu(t, e.ci(R)), column = e.divu(t, e.ci(R));
+  Value row = e.add(e.mul(e.groupId(), e.ci(R)), i);
+  Value tile = e.divu(row, e.ci(kTileRows)), inTile = e.remu(row, e.ci(kTileRows));
+  // vec4 indices: block c's quants at qBase + 32 c; the vec4 of the 8 scales holding this row's
+  // at sBase + 4 c (after all n_rows x blocks vec4s of quants), as half sHalf of word sWord.
+  Value qBase = e.add(e.mul(tile, e.ci(blocks * kTileRows)), inTile);
+  Value sBase = e.add(e.mul(nRows, e.ci(blocks)),
+                      e.add(e.mul(tile, e.ci(blocks * kTileRows / 8)), e.divu(inTile, e.ci(8))));
+  Value sWord = e.toI32(e.remu(e.divu(inTile, e.ci(2)), e.ci(4)));
+  Value sShift = e.toI32(e.mul(e.remu(inTile, e.ci(2)), e.ci(16)));
+  auto bits = [&](Value f) { return b.create<arith::BitcastOp>(e.loc, e.i32(), f).getResult(); };
+  struct Loaded {
+    Value block, live, scaleWord;
+    llvm::SmallVector<Value, 4> quants;
+  };
+  auto loadBlock = [&](Value c) {
+    Loaded L;
+    L.block = c;
+    Value q = e.load(w4, e.add(qBase, e.mul(c, e.ci(kTileRows))));
+    for (int64_t k = 0; k < 4; ++k)
+      L.quants.push_back(bits(extractLane(e, q, k)));
+    Value scales = e.load(w4, e.add(sBase, e.mul(c, e.ci(kTileRows / 8))));
+    L.scaleWord = bits(b.create<mlir::vector::ExtractElementOp>(e.loc, scales, sWord));
+    return L;
+  };
+  // U blocks a batch (KernelPlan::intDotUnroll), C apart, all loaded before any is computed;
+  // blocks past the end read the last one and add nothing (the first only when `guardFirst`).
+  const int64_t unroll = e.plan.intDotUnroll;
+  auto loadBatch = [&](Value c0, bool guardFirst) {
+    llvm::SmallVector<Loaded, 16> batch;
+    for (int64_t u = 0; u < unroll; ++u) {
+      Value c = c0, live;
+      if (u > 0 || guardFirst) {
+        Value at = e.add(c0, e.ci(C * u));
+        live = e.ult(at, e.ci(blocks));
+        c = e.minu(at, e.ci(blocks - 1));
+      }
+      batch.push_back(loadBlock(c));
+      batch.back().live = live;
+    }
+    return batch;
+  };
+  WorkgroupX wx;
+  auto addBatch = [&](const llvm::SmallVector<Loaded, 16> &batch, Value acc) {
+    for (const Loaded &L : batch) {
+      Value first = e.mul(L.block, e.ci(8));
+      Value dot;
+      for (int64_t k = 0; k < 4; ++k) {
+        Value xa = e.load(wx.xq, e.add(first, e.ci(k)));
+        Value xb = e.load(wx.xq, e.add(first, e.ci(k + 4)));
+        Value d = int8WordDot(e, DType::Q4_0, L.quants[k], xa, xb);
+        dot = dot ? b.create<arith::AddIOp>(e.loc, dot, d).getResult() : d;
+      }
+      Value part = e.fmul(b.create<arith::SIToFPOp>(e.loc, e.f32(), dot), e.load(wx.xd, L.block));
+      part = b.create<arith::SubFOp>(e.loc, part, e.load(wx.xz, L.block));
+      Value sum = e.fma(part, scaleFromWord(e, L.scaleWord, sShift), acc);
+      acc = L.live ? e.select(L.live, sum, acc) : sum;
+    }
+    return acc;
+  };
+  std::optional<llvm::SmallVector<Loaded, 16>> early;
+  if (e.plan.prefetch)
+    early = loadBatch(column, /*guardFirst=*/true);
+  wx = quantizeXIntoWorkgroup(e, op, x4, g4, partials);
+  Value acc = e.cf(0.0), from = column;
+  if (early) {
+    acc = addBatch(*early, acc);
+    from = e.add(from, e.ci(C * unroll));
+  }
+  acc = e.forLoop(from, e.ci(blocks), e.ci(C * unroll), mlir::ValueRange{acc},
+                  [&](Value c0, mlir::ValueRange it) {
+                    return llvm::SmallVector<Value>{addBatch(loadBatch(c0, false), it[0])};
+                  })[0];
+  // The row's C partial sums, column by column, through workgroup memory.
+  Value sums = workgroupArray(e, e.f32(), T);
+  e.store(acc, sums, t);
+  e.barrier();
+  Value total = e.load(sums, i);
+  for (int64_t j = 1; j < C; ++j)
+    total = e.fadd(total, e.load(sums, e.add(i, e.ci(j * R))));
+  complete({total}, wx.squares, row, [&](int64_t) { return e.ult(t, e.ci(R)); });
+}
 
 // quantized_matmul (Q4_0, Q8_0) with every invocation of the workgroup on the same R rows
 // (KernelPlan::workgroupRows): invocation t takes quant word t % W of blocks t / W, t / W + T / W,
@@ -446,7 +568,7 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
     const int firstMember = static_cast<int>(spec.prologue.size()) + 1;
     std::map<int, llvm::SmallVector<Value, 4>> early;
     if (spec.earlyInputs && e.target.qmatmulEarlyInputs && !sibling && !e.plan.maxGroups &&
-        !e.plan.workgroupRows)
+        !e.plan.workgroupRows && !e.plan.tiled)
       for (size_t j = 0; j < spec.epilogue.size(); ++j) {
         int m = firstMember + static_cast<int>(j);
         OpKind kind = spec.epilogue[j].kind;
@@ -555,6 +677,10 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
         squares = e.clusterSum(accs[rows], lanes);
       complete(totals, squares, tileFirst, [&](int64_t) { return e.ult(lane, e.ci(1)); });
     };
+    if (e.plan.tiled) {
+      emitTiledQMatmul(e, op, w, x4, g4, nRows, complete);
+      return;
+    }
     if (e.plan.workgroupRows) {
       // Every invocation of the workgroup on the same rows (KernelPlan::workgroupRows); int8 x
       // from 64 rows, as the split schedule below.

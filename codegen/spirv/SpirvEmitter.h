@@ -64,6 +64,10 @@ struct KernelPlan {
   /// (SpirvTarget::qmatmulWorkgroupRows; lanesPerRow is then the workgroup size and
   /// intDotUnroll the blocks an invocation loads at once).
   bool workgroupRows = false;
+  /// Q4_0 on tiled weights (KernelSpec::tiledWeights): unitsPerGroup rows a workgroup, every
+  /// invocation on one row and every (workgroupSize / unitsPerGroup)-th block column of it
+  /// (emitTiledQMatmul); W bound as vec4s; intDotUnroll blocks loaded at once.
+  bool tiled = false;
   /// When nonzero, the most workgroups dispatched (SpirvKernel::maxGroups): each loops over the
   /// tiles of unitsPerGroup units g, g + maxGroups, ... (int8-x quantized_matmul).
   uint32_t maxGroups = 0;

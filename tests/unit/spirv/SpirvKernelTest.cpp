@@ -322,6 +322,79 @@ TEST_F(SpirvKernelTest, QuantizedMatmulWorkgroupRows) {
   intDot_ = true;
 }
 
+// KernelSpec::tiledWeights: Q4_0 W in the tiled layout (codegen/TiledWeights.h), rows a
+// workgroup 32 (default), 16 and 8, narrower workgroups, a small unroll (blocks past the end),
+// with and without the prefetch; 97 blocks a row (odd), 344 (several batches); the norm prologue
+// and the residual epilogue. Specs the schedule cannot read are refused, never read as GGUF.
+TEST_F(SpirvKernelTest, QuantizedMatmulTiledWeights) {
+  if (!runner_->intDot())
+    GTEST_SKIP() << runner_->deviceName()
+                 << " has no integer dot products (tiled weights are int8 x)";
+  struct Case {
+    uint32_t rows, workgroup, dotUnroll;
+    bool prefetch;
+  };
+  tiled_ = true;
+  for (Case c : {Case{0, 0, 0, false}, Case{16, 0, 3, true}, Case{8, 128, 0, false},
+                 Case{32, 256, 2, true}}) {
+    tiledRows_ = c.rows;
+    tiledWorkgroup_ = c.workgroup;
+    for (uint32_t nCols : {256u, 3104u, 11008u})
+      for (uint32_t rows : {64u, 96u, 160u}) {
+        if (nCols > 4096 && rows != 64)
+          continue;
+        SpirvTarget t = target();
+        t.qmatmulDotUnroll = c.dotUnroll;
+        t.qmatmulPrefetch = c.prefetch;
+        OpCall op = ops::quantizedMatmul(slot(0), slot(1), slot(2), rows, nCols, DType::Q4_0);
+        codegen::KernelSpec spec = codegen::singleOpSpec(op, 0);
+        spec.tiledWeights = true;
+        absl::StatusOr<SpirvKernel> k = codegen::buildSpirvKernel(spec, t);
+        ASSERT_TRUE(k.ok()) << k.status();
+        EXPECT_TRUE(usesIntDot(k->words));
+        EXPECT_EQ(k->unitsPerGroup, c.rows ? c.rows : 32u);
+        EXPECT_EQ(k->bindings[0], codegen::SpirvBindingKind::Vec4) << "W is read 16 bytes a load";
+        check(op,
+              "tiled rows " + str(c.rows) + " wg " + str(c.workgroup) + " dotunroll " +
+                  str(c.dotUnroll) + (c.prefetch ? " prefetch " : " ") + str(rows) + "x" +
+                  str(nCols),
+              0, rows, &t, kQuantizedActivationTolerance);
+      }
+    checkFused({ops::rmsNorm(slot(0), slot(1), slot(2), 1024, 1e-5f),
+                ops::quantizedMatmul(slot(3), slot(2), slot(4), 96, 1024, DType::Q4_0)},
+               1, {2, 4}, "tiled rows " + str(c.rows) + " rms_norm -> quantized_matmul");
+    checkFused({ops::quantizedMatmul(slot(0), slot(1), slot(2), 64, 544, DType::Q4_0),
+                ops::add(slot(2), slot(3), slot(4), 64)},
+               0, {2, 4}, "tiled rows " + str(c.rows) + " quantized_matmul -> add");
+  }
+  tiled_ = false;
+  tiledRows_ = tiledWorkgroup_ = 0;
+  // Refused: another format, f32 x, a sibling product.
+  auto refused = [&](codegen::KernelSpec spec, SpirvTarget t, const std::string &what) {
+    spec.tiledWeights = true;
+    absl::StatusOr<SpirvKernel> k = codegen::buildSpirvKernel(spec, t);
+    ASSERT_FALSE(k.ok()) << what << " built on tiled weights";
+    EXPECT_EQ(k.status().code(), absl::StatusCode::kUnimplemented) << what;
+    EXPECT_NE(k.status().message().find("tiled weights"), std::string::npos) << k.status();
+  };
+  refused(codegen::singleOpSpec(
+              ops::quantizedMatmul(slot(0), slot(1), slot(2), 64, 256, DType::Q8_0), 0),
+          target(), "Q8_0");
+  SpirvTarget f32x = target();
+  f32x.qmatmulIntDot = false;
+  refused(codegen::singleOpSpec(
+              ops::quantizedMatmul(slot(0), slot(1), slot(2), 64, 256, DType::Q4_0), 0),
+          f32x, "f32 x");
+  codegen::KernelSpec pair;
+  pair.anchor =
+      codegen::shapeOf(ops::quantizedMatmul(slot(0), slot(1), slot(2), 64, 256, DType::Q4_0), 0);
+  pair.epilogue = {
+      codegen::shapeOf(ops::quantizedMatmul(slot(3), slot(1), slot(4), 64, 256, DType::Q4_0), 0),
+      codegen::shapeOf(ops::silu(slot(2), slot(5), 64), 0),
+      codegen::shapeOf(ops::elementMul(slot(5), slot(4), slot(6), 64), 0)};
+  refused(pair, target(), "a sibling product");
+}
+
 // SpirvTarget::paramsInBuffer: the integers come from a storage buffer bound last (what lets the
 // runtime replay a command buffer with new integers), for every kind of kernel that has words.
 TEST_F(SpirvKernelTest, IntegersFromAParameterBuffer) {

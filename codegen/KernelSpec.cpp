@@ -115,6 +115,7 @@ KernelSpec segmentSpec(const KernelSpec &spec, const StackedSegment &seg) {
   const bool first = seg.product == &spec.anchor;
   one.unstoredOutputs = first ? spec.unstoredOutputs : (spec.prologue.empty() ? 0u : 1u);
   one.rowsHint = spec.rowsHint;
+  one.tiledWeights = spec.tiledWeights;
   return one;
 }
 

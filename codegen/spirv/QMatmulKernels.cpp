@@ -252,20 +252,25 @@ using Complete = llvm::function_ref<void(llvm::SmallVector<Value>, Value, Value,
 // consecutive bytes of quants (one 16-byte load each) and R x 2 bytes of scales, and all of them
 // read the same words of int8 x (a broadcast from workgroup memory): no shifts to cut quants out
 // of unaligned words, no subgroup reduction. x is quantized as in emitIntDotQMatmul (its first
-// batch of W loaded before when KernelPlan::prefetch); the C partial sums of a row meet in
-// workgroup memory after one barrier, and invocation t < R completes row t.
-void emitTiledQMatmul(Emitter &e, const OpShape &op, Value w4, Value x4, Value g4, Value nRows,
-                      Complete complete) {
+// batch of W loaded before when KernelPlan::prefetch). `matrices` holds W, or W and a sibling
+// product's W (gate and up: the same rows of both against one x). The C partial sums of a row
+// meet in workgroup memory after one barrier; then invocation t < R / P completes P rows
+// (P = rowsPerSubgroup: 2 under a rope tail, whose pairs of rows rotate together), or, with a
+// sibling, row t of both matrices.
+void emitTiledQMatmul(Emitter &e, const OpShape &op, llvm::ArrayRef<Value> matrices, Value x4,
+                      Value g4, Value nRows, Complete complete) {
   mlir::OpBuilder &b = e.b;
   const int64_t R = e.plan.unitsPerGroup, T = e.plan.workgroupSize, C = T / R;
-  const int64_t blocks = op.ints[1] / 32;
+  const int64_t blocks = op.ints[1] / 32, M = static_cast<int64_t>(matrices.size());
+  const int64_t P = M == 1 ? e.plan.rowsPerSubgroup : 1;
   Value partials = g4 ? workgroupArray(e, e.f32(), T / e.target.subgroupSize) : Value();
   Value t = e.threadId();
   Value i = e.remu(t, e.ci(R)), column = e.divu(t, e.ci(R));
-  Value row = e.add(e.mul(e.groupId(), e.ci(R)), i);
+  Value first = e.mul(e.groupId(), e.ci(R));
+  Value row = e.add(first, i);
   Value tile = e.divu(row, e.ci(kTileRows)), inTile = e.remu(row, e.ci(kTileRows));
   // vec4 indices: block c's quants at qBase + 32 c; the vec4 of the 8 scales holding this row's
-  // at sBase + 4 c (after all n_rows x blocks vec4s of quants), as half sHalf of word sWord.
+  // at sBase + 4 c (after all n_rows x blocks vec4s of quants), as half sShift / 16 of word sWord.
   Value qBase = e.add(e.mul(tile, e.ci(blocks * kTileRows)), inTile);
   Value sBase = e.add(e.mul(nRows, e.ci(blocks)),
                       e.add(e.mul(tile, e.ci(blocks * kTileRows / 8)), e.divu(inTile, e.ci(8))));
@@ -273,17 +278,21 @@ void emitTiledQMatmul(Emitter &e, const OpShape &op, Value w4, Value x4, Value g
   Value sShift = e.toI32(e.mul(e.remu(inTile, e.ci(2)), e.ci(16)));
   auto bits = [&](Value f) { return b.create<arith::BitcastOp>(e.loc, e.i32(), f).getResult(); };
   struct Loaded {
-    Value block, live, scaleWord;
-    llvm::SmallVector<Value, 4> quants;
+    Value block, live;
+    llvm::SmallVector<Value, 2> scaleWords;
+    llvm::SmallVector<llvm::SmallVector<Value, 4>, 2> quants;
   };
   auto loadBlock = [&](Value c) {
     Loaded L;
     L.block = c;
-    Value q = e.load(w4, e.add(qBase, e.mul(c, e.ci(kTileRows))));
-    for (int64_t k = 0; k < 4; ++k)
-      L.quants.push_back(bits(extractLane(e, q, k)));
-    Value scales = e.load(w4, e.add(sBase, e.mul(c, e.ci(kTileRows / 8))));
-    L.scaleWord = bits(b.create<mlir::vector::ExtractElementOp>(e.loc, scales, sWord));
+    for (Value w4 : matrices) {
+      Value q = e.load(w4, e.add(qBase, e.mul(c, e.ci(kTileRows))));
+      L.quants.emplace_back();
+      for (int64_t k = 0; k < 4; ++k)
+        L.quants.back().push_back(bits(extractLane(e, q, k)));
+      Value scales = e.load(w4, e.add(sBase, e.mul(c, e.ci(kTileRows / 8))));
+      L.scaleWords.push_back(bits(b.create<mlir::vector::ExtractElementOp>(e.loc, scales, sWord)));
+    }
     return L;
   };
   // U blocks a batch (KernelPlan::intDotUnroll), C apart, all loaded before any is computed;
@@ -304,44 +313,64 @@ void emitTiledQMatmul(Emitter &e, const OpShape &op, Value w4, Value x4, Value g
     return batch;
   };
   WorkgroupX wx;
-  auto addBatch = [&](const llvm::SmallVector<Loaded, 16> &batch, Value acc) {
+  auto addBatch = [&](const llvm::SmallVector<Loaded, 16> &batch, llvm::SmallVector<Value> accs) {
     for (const Loaded &L : batch) {
       Value first = e.mul(L.block, e.ci(8));
-      Value dot;
+      llvm::SmallVector<Value, 4> xa, xb;
       for (int64_t k = 0; k < 4; ++k) {
-        Value xa = e.load(wx.xq, e.add(first, e.ci(k)));
-        Value xb = e.load(wx.xq, e.add(first, e.ci(k + 4)));
-        Value d = int8WordDot(e, DType::Q4_0, L.quants[k], xa, xb);
-        dot = dot ? b.create<arith::AddIOp>(e.loc, dot, d).getResult() : d;
+        xa.push_back(e.load(wx.xq, e.add(first, e.ci(k))));
+        xb.push_back(e.load(wx.xq, e.add(first, e.ci(k + 4))));
       }
-      Value part = e.fmul(b.create<arith::SIToFPOp>(e.loc, e.f32(), dot), e.load(wx.xd, L.block));
-      part = b.create<arith::SubFOp>(e.loc, part, e.load(wx.xz, L.block));
-      Value sum = e.fma(part, scaleFromWord(e, L.scaleWord, sShift), acc);
-      acc = L.live ? e.select(L.live, sum, acc) : sum;
+      Value dx = e.load(wx.xd, L.block), zero = e.load(wx.xz, L.block);
+      for (int64_t m = 0; m < M; ++m) {
+        Value dot;
+        for (int64_t k = 0; k < 4; ++k) {
+          Value d = int8WordDot(e, DType::Q4_0, L.quants[m][k], xa[k], xb[k]);
+          dot = dot ? b.create<arith::AddIOp>(e.loc, dot, d).getResult() : d;
+        }
+        Value part = e.fmul(b.create<arith::SIToFPOp>(e.loc, e.f32(), dot), dx);
+        part = b.create<arith::SubFOp>(e.loc, part, zero);
+        Value sum = e.fma(part, scaleFromWord(e, L.scaleWords[m], sShift), accs[m]);
+        accs[m] = L.live ? e.select(L.live, sum, accs[m]) : sum;
+      }
     }
-    return acc;
+    return accs;
   };
   std::optional<llvm::SmallVector<Loaded, 16>> early;
   if (e.plan.prefetch)
     early = loadBatch(column, /*guardFirst=*/true);
   wx = quantizeXIntoWorkgroup(e, op, x4, g4, partials);
-  Value acc = e.cf(0.0), from = column;
+  llvm::SmallVector<Value> accs(M, e.cf(0.0));
+  Value from = column;
   if (early) {
-    acc = addBatch(*early, acc);
+    accs = addBatch(*early, accs);
     from = e.add(from, e.ci(C * unroll));
   }
-  acc = e.forLoop(from, e.ci(blocks), e.ci(C * unroll), mlir::ValueRange{acc},
-                  [&](Value c0, mlir::ValueRange it) {
-                    return llvm::SmallVector<Value>{addBatch(loadBatch(c0, false), it[0])};
-                  })[0];
-  // The row's C partial sums, column by column, through workgroup memory.
-  Value sums = workgroupArray(e, e.f32(), T);
-  e.store(acc, sums, t);
+  accs = e.forLoop(from, e.ci(blocks), e.ci(C * unroll), accs, [&](Value c0, mlir::ValueRange it) {
+    return addBatch(loadBatch(c0, false), llvm::SmallVector<Value>(it.begin(), it.end()));
+  });
+  // Each row's C partial sums (of each matrix), column by column, through workgroup memory.
+  llvm::SmallVector<Value, 2> sums;
+  for (int64_t m = 0; m < M; ++m) {
+    sums.push_back(workgroupArray(e, e.f32(), T));
+    e.store(accs[m], sums.back(), t);
+  }
   e.barrier();
-  Value total = e.load(sums, i);
-  for (int64_t j = 1; j < C; ++j)
-    total = e.fadd(total, e.load(sums, e.add(i, e.ci(j * R))));
-  complete({total}, wx.squares, row, [&](int64_t) { return e.ult(t, e.ci(R)); });
+  // Invocation t < R / P completes rows P j .. P j + P - 1 (j = t; the others compute row
+  // j = t mod (R / P) again and store nothing).
+  const int64_t finishers = R / P;
+  Value j = e.remu(t, e.ci(finishers));
+  llvm::SmallVector<Value> totals;
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t p = 0; p < P; ++p) {
+      Value r = e.add(e.mul(j, e.ci(P)), e.ci(p));
+      Value total = e.load(sums[m], r);
+      for (int64_t c = 1; c < C; ++c)
+        total = e.fadd(total, e.load(sums[m], e.add(r, e.ci(c * R))));
+      totals.push_back(total);
+    }
+  complete(totals, wx.squares, e.add(first, e.mul(j, e.ci(P))),
+           [&](int64_t) { return e.ult(t, e.ci(finishers)); });
 }
 
 // quantized_matmul (Q4_0, Q8_0) with every invocation of the workgroup on the same R rows
@@ -678,7 +707,8 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
       complete(totals, squares, tileFirst, [&](int64_t) { return e.ult(lane, e.ci(1)); });
     };
     if (e.plan.tiled) {
-      emitTiledQMatmul(e, op, w, x4, g4, nRows, complete);
+      emitTiledQMatmul(e, op, sibling ? llvm::ArrayRef<Value>(rowW) : llvm::ArrayRef<Value>(w), x4,
+                       g4, nRows, complete);
       return;
     }
     if (e.plan.workgroupRows) {

@@ -339,8 +339,7 @@ KernelPlan planSpec(const KernelSpec &spec, const SpirvTarget &target) {
                          (target.subgroupSize / std::max<uint32_t>(plan.lanesPerRow, 1));
   }
   if (spec.tiledWeights && plan.intDotX && spec.anchor.dtype == DType::Q4_0 &&
-      !plan.workgroupRows && !hasSiblingProduct(spec) && !spec.stackedProducts &&
-      !hasRopeTail(spec) && !spec.attentionOverHeads) {
+      !plan.workgroupRows && !spec.attentionOverHeads) {
     // Tiled weights (emitTiledQMatmul): R rows a workgroup of T invocations, C = T / R block
     // columns at once; x's int8 words, scales and zero points, the norm's partial sums and the
     // rows' C partial sums in workgroup memory.
@@ -353,12 +352,15 @@ KernelPlan planSpec(const KernelSpec &spec, const SpirvTarget &target) {
     if (target.qmatmulTiledWorkgroup >= rows && target.qmatmulTiledWorkgroup <= maxGroup)
       size = target.qmatmulTiledWorkgroup;
     const int64_t cols = spec.anchor.ints[1], blocks = cols / 32;
-    const uint64_t shared = cols + blocks * 8 + 4 * (size / lanes) + 4 * uint64_t(size);
+    const uint64_t shared =
+        cols + blocks * 8 + 4 * (size / lanes) + (hasSiblingProduct(spec) ? 8 : 4) * uint64_t(size);
     if (size % rows == 0 && size % lanes == 0 && shared <= target.maxSharedMemoryBytes) {
       plan.tiled = true;
       plan.workgroupSize = size;
       plan.unitsPerGroup = rows;
-      plan.rowsPerSubgroup = 1;
+      // A workgroup's finishing invocations complete two rows each under a rope tail (its
+      // pairs rotate together), or one row of both matrices with a sibling product.
+      plan.rowsPerSubgroup = hasSiblingProduct(spec) || hasRopeTail(spec) ? 2 : 1;
       plan.maxGroups = 0;
       plan.bindings[0] = SpirvBindingKind::Vec4;
       // A row's blocks in as few batches of at most U as it takes, spread evenly.
@@ -661,8 +663,7 @@ absl::StatusOr<SpirvKernel> buildSpirvKernel(const KernelSpec &spec, const Spirv
     return absl::UnimplementedError(absl::StrCat(
         "kernel ", name,
         ": tiled weights are read only by the Q4_0 int8-x schedule (integer dot products, "
-        "static n_cols whose int8 x fits the workgroup memory), without a sibling product, "
-        "stacked products or a rope epilogue"));
+        "static n_cols whose int8 x fits the workgroup memory)"));
   if (hasSiblingProduct(spec) && (plan.workgroupRows || plan.splitWords == 0))
     return absl::UnimplementedError(absl::StrCat(
         "no fused SPIR-V kernel for a sibling product on the ",

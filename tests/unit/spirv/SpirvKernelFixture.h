@@ -244,7 +244,9 @@ protected:
       }
     OpBuffers ref = out;
     if (tiled_)
-      tileWeights(members[anchor], out);
+      for (const OpCall &qm : members)
+        if (qm.kind == OpKind::QuantizedMatmul)
+          tileWeights(qm, out);
     VkDispatch d;
     d.words = &k->words;
     int64_t ints[5];
@@ -263,7 +265,9 @@ protected:
     ASSERT_TRUE(status.ok()) << what << ": " << status;
     dropWords(*k, out);
     if (tiled_)
-      untileWeights(members[anchor], out);
+      for (const OpCall &qm : members)
+        if (qm.kind == OpKind::QuantizedMatmul)
+          untileWeights(qm, out);
     for (const OpCall &op : members)
       runReference(op, ref);
     std::vector<std::vector<bool>> written(sizes.size());

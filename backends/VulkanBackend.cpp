@@ -183,6 +183,11 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> createVulkanBackend(const Backen
   compilerOptions.siblingProducts = !turnedOffByEnv("pairs");
   compilerOptions.stackedProducts = !turnedOffByEnv("stack");
   compilerOptions.elideDeadScores = !turnedOffByEnv("deadscores");
+  bool tiled = vulkan.tiledWeights;
+  if (const char *env = std::getenv("SINTER_VK_TILED"); env && *env)
+    tiled = std::strcmp(env, "0") != 0;
+  if (tiled)
+    compilerOptions.weightLayouts = std::make_shared<runtime::vulkan::WeightLayouts>(device);
   const char *stats = std::getenv("SINTER_STATS");
   compilerOptions.printKernelTimes = stats && *stats && std::strcmp(stats, "0") != 0;
   VulkanKernelBuilder builder = vulkan.builder
@@ -192,8 +197,10 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> createVulkanBackend(const Backen
                                                                     compilerOptions);
 
   runtime::LazyBackendOptions lazy;
-  lazy.store =
+  auto store =
       std::make_unique<runtime::vulkan::VulkanBufferStore>(device, options.memoryLimitBytes);
+  store->setWeightLayouts(compilerOptions.weightLayouts);
+  lazy.store = std::move(store);
   if (options.fusion && !options.eager) {
     lazy.name = "sinter-vulkan";
     lazy.compiler = std::make_unique<passes::FusionCompiler>(

@@ -847,6 +847,10 @@ absl::Status VulkanPlanImpl::prepareLayouts(const PlanArgs &args) {
   WeightLayouts *layouts = layouts_.layouts.get();
   if (!layouts)
     return absl::OkStatus();
+  if (layouts_.tiledDispatches > 0 && args.slotHandles.size() < numSlots_)
+    return absl::FailedPreconditionError(
+        "vulkan plan: kernels read tiled weights but the run names no buffer handles (the "
+        "layouts are kept per handle)");
   absl::Status status = absl::OkStatus();
   const size_t n = std::min(numSlots_, args.slotHandles.size());
   const bool checked =

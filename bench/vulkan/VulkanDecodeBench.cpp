@@ -190,16 +190,20 @@ void BM_VulkanAddBandwidth(benchmark::State &state) {
     (void)(*backend)->free(h);
 }
 
-enum class Mode { Fused, FusedRecord, FusedPairsOff, Unfused, Eager };
+enum class Mode { Fused, FusedTiled, FusedRecord, FusedPairsOff, Unfused, Eager };
 
 void BM_VulkanDecode(benchmark::State &state, std::string preset, Mode mode) {
   const model::ModelWeights &weights = weightsOf(preset);
   BackendOptions options;
   options.kind = "vulkan";
-  options.fusion = mode == Mode::Fused || mode == Mode::FusedRecord || mode == Mode::FusedPairsOff;
+  options.fusion = mode == Mode::Fused || mode == Mode::FusedTiled || mode == Mode::FusedRecord ||
+                   mode == Mode::FusedPairsOff;
   options.eager = mode == Mode::Eager;
   VulkanBackendOptions vulkan;
   vulkan.replay = mode != Mode::FusedRecord;
+  // fused_tiled: Q4_0 weights in the tiled layout (runtime/vulkan/WeightLayouts.h), laid out in
+  // the warm-up; tiled_per_token says whether the products read it (SINTER_VK_TILED overrides).
+  vulkan.tiledWeights = mode == Mode::FusedTiled;
   vulkan.stats = std::make_shared<runtime::vulkan::VulkanStatsSink>();
   // The backend's device, made here so that every queue submission counts (the logits' read
   // included: queue_submits_per_token).
@@ -273,6 +277,12 @@ void BM_VulkanDecode(benchmark::State &state, std::string preset, Mode mode) {
   state.counters["kernel_ms"] = (vkAfter.kernelSeconds - vkBefore.kernelSeconds) * 1e3 / tokens;
   state.counters["plan_misses"] = double(after.cache.misses - before.cache.misses);
   state.counters["replays_per_token"] = double(vkAfter.replays - vkBefore.replays) / tokens;
+  // Products reading tiled weights (SINTER_VK_TILED=1), and conversions inside the timed loop
+  // (0 once the weights are laid out in the warm-up).
+  state.counters["tiled_per_token"] =
+      double(vkAfter.tiledDispatches - vkBefore.tiledDispatches) / tokens;
+  state.counters["layout_conversions"] =
+      double(vkAfter.layoutConversions - vkBefore.layoutConversions);
   // Where a token's time goes on the host: waiting for the plans' fences, and the rest (the
   // decoder's calls, keying the trace, resolving and recording or replaying commands, the logits'
   // read-back); with timestamps also the time before the submission.
@@ -309,7 +319,8 @@ void registerAll() {
   for (absl::string_view p : absl::StrSplit(presets, ',', absl::SkipEmpty())) {
     std::string preset(p);
     for (auto [mode, name] :
-         {std::pair{Mode::Fused, "fused"}, std::pair{Mode::FusedRecord, "fused_record_every_flush"},
+         {std::pair{Mode::Fused, "fused"}, std::pair{Mode::FusedTiled, "fused_tiled"},
+          std::pair{Mode::FusedRecord, "fused_record_every_flush"},
           std::pair{Mode::FusedPairsOff, "fused_pairs_off"}, std::pair{Mode::Unfused, "unfused"},
           std::pair{Mode::Eager, "eager"}}) {
       benchmark::RegisterBenchmark(("BM_VulkanDecode/" + preset + "/" + name).c_str(),

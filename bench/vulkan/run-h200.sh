@@ -152,7 +152,7 @@ decode_rows() {
 import json, sys
 keys = ("tokens_per_s", "between_flushes_us_per_token", "lookup_us_per_token", "run_us_per_token",
         "wait_us_per_token", "outside_wait_us_per_token", "dispatches_per_token",
-        "queue_submits_per_token")
+        "queue_submits_per_token", "tiled_per_token", "layout_conversions")
 for b in json.load(sys.stdin).get("benchmarks", []):
     row = {sys.argv[1]: sys.argv[2], "round": int(sys.argv[3]), "name": b["name"].split("/min")[0]}
     row.update({k: round(b[k], 1) for k in keys if k in b})

@@ -41,6 +41,8 @@ struct Step {
   /// Dispatch: the grid depends on a plan parameter (VulkanKernel::gridInts), so it is
   /// dispatched indirectly from the parameter buffer.
   bool indirect = false;
+  /// Dispatch: its products read W in the tiled layout (KernelSpec::tiledWeights).
+  bool tiled = false;
 };
 
 /// The slots an entry reads and writes (from opAccesses).

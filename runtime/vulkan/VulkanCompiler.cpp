@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "codegen/TiledWeights.h"
 #include "runtime/FaultInjection.h"
@@ -134,6 +135,12 @@ const VulkanCompiler::Built &VulkanCompiler::kernelFor(const codegen::KernelSpec
 }
 
 absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const KernelProgram &program) {
+  return compileProgram(program, {});
+}
+
+absl::StatusOr<std::unique_ptr<Plan>>
+VulkanCompiler::compileProgram(const KernelProgram &program,
+                               const absl::flat_hash_set<uint32_t> &untiled) {
   std::vector<Step> steps;
   std::string description;
   size_t numSlots = 0;
@@ -159,9 +166,11 @@ absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const Kerne
                        ", kernel #", k, " '", kernel.name, "'): ", built.status.message()));
     return &built;
   };
-  const absl::flat_hash_map<uint32_t, WeightLayout> tileable =
-      options_.weightLayouts ? tileableSlots(program)
-                             : absl::flat_hash_map<uint32_t, WeightLayout>{};
+  absl::flat_hash_map<uint32_t, WeightLayout> tileable;
+  if (options_.weightLayouts)
+    tileable = tileableSlots(program);
+  for (uint32_t slot : untiled)
+    tileable.erase(slot);
   PlanLayouts planLayouts;
   planLayouts.layouts = options_.weightLayouts;
   // Marks a Chain launch's products tiled when every W slot of theirs may be.
@@ -258,6 +267,7 @@ absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const Kerne
         s.kernelIndex = static_cast<uint32_t>(k);
         s.built = fusedBuilt[l];
         s.access = fusedAccess[l];
+        s.tiled = launch.spec.tiledWeights;
         if (launch.spec.tiledWeights) {
           for (uint32_t slot : productWeights(launch)) {
             if (planLayouts.slots.size() <= slot)
@@ -331,6 +341,19 @@ absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const Kerne
                       s.built->kernel.name, ": ", describeOp(e.op), "\n");
       steps.push_back(std::move(s));
     }
+  }
+  // A slot read tiled by one step and otherwise by another (its product's launch fell back to
+  // GGUF's kernel, or shares it with a weight that is not tiled): the program again with such
+  // slots in GGUF's layout everywhere.
+  absl::flat_hash_set<uint32_t> conflicts;
+  for (const Step &s : steps)
+    for (int i = 0; i < s.access.count && !s.tiled; ++i)
+      if (s.access.slots[i] < planLayouts.slots.size() &&
+          planLayouts.slots[s.access.slots[i]].tiled())
+        conflicts.insert(s.access.slots[i]);
+  if (!conflicts.empty()) {
+    conflicts.insert(untiled.begin(), untiled.end());
+    return compileProgram(program, conflicts);
   }
   {
     absl::MutexLock lock(&shared_->mu);

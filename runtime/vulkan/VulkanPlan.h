@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "codegen/KernelSpec.h"
 #include "runtime/vulkan/PipelineCache.h"
@@ -186,6 +187,9 @@ public:
 
 private:
   const Built &kernelFor(const codegen::KernelSpec &spec);
+  /// compileProgram with the slots of `untiled` kept in GGUF's layout (tiled weights).
+  absl::StatusOr<std::unique_ptr<Plan>>
+  compileProgram(const KernelProgram &program, const absl::flat_hash_set<uint32_t> &untiled);
 
   std::shared_ptr<VulkanDevice> device_;
   VulkanKernelBuilder builder_;

@@ -656,6 +656,64 @@ TEST_F(VulkanBackendTest, TiledWeightsNeverChangeWhatTheCallerSees) {
   ASSERT_TRUE(b.free(w2).ok());
 }
 
+// One W read by two fused launches of a flush, the generator refusing the tiled kernel of one of
+// them (it then reads GGUF's layout): the plan keeps that W in GGUF's layout for both instead of
+// letting one of them read tiled bytes.
+TEST_F(VulkanBackendTest, AWeightReadTiledAndNotInOneFlushStaysGguf) {
+  if (!haveSpirvCodegen())
+    GTEST_SKIP() << "the SPIR-V code generator is not in this build";
+  if (!device_->caps().integerDotProduct)
+    GTEST_SKIP() << "the device has no integer dot products (tiled weights are int8 x)";
+  BackendOptions options;
+  options.kind = "vulkan";
+  options.fusion = true;
+  VulkanBackendOptions vulkan;
+  vulkan.device = device_;
+  vulkan.stats = stats_;
+  vulkan.tiledWeights = true;
+  runtime::vulkan::VulkanKernelBuilder generator = spirvCodegenBuilder(device_->caps());
+  auto refusals = std::make_shared<int>(0);
+  vulkan.builder =
+      [generator,
+       refusals](const codegen::KernelSpec &spec) -> absl::StatusOr<runtime::vulkan::VulkanKernel> {
+    if (spec.tiledWeights && !spec.epilogue.empty()) {
+      ++*refusals;
+      return absl::UnimplementedError("test: no tiled kernel with an epilogue");
+    }
+    return generator(spec);
+  };
+  auto made = createVulkanBackend(options, vulkan);
+  ASSERT_TRUE(made.ok()) << made.status();
+  ComputeBackend &b = **made;
+  ReferenceBackend ref;
+  const uint32_t rows = 64, cols = 256;
+  std::mt19937 rng(9);
+  std::vector<uint8_t> w = test::randomWeights(DType::Q4_0, rows, cols, rng);
+  std::vector<float> x = random(cols, 3), g = random(cols, 4), res = random(rows, 6);
+  for (int run = 0; run < 2; ++run) {
+    std::vector<std::vector<float>> outs;
+    for (ComputeBackend *be :
+         {static_cast<ComputeBackend *>(&b), static_cast<ComputeBackend *>(&ref)}) {
+      BufferHandle hw = be->allocate(w.size()).value();
+      ASSERT_TRUE(be->copyToDevice(w, hw).ok());
+      BufferHandle hx = buffer(*be, x), hg = buffer(*be, g), hr = buffer(*be, res);
+      BufferHandle hn = be->allocate(cols * 4).value(), h1 = be->allocate(rows * 4).value();
+      BufferHandle h2 = be->allocate(rows * 4).value(), h3 = be->allocate(rows * 4).value();
+      ASSERT_TRUE(be->synchronize().ok()); // the weights uploaded: later plans only read W
+      // norm -> product (tileable), then product -> add (its tiled kernel refused), one flush.
+      ASSERT_TRUE(be->rmsNorm(hx, hg, hn, cols, 1e-5f).ok());
+      ASSERT_TRUE(be->quantizedMatmul(hw, hn, h1, rows, cols, DType::Q4_0).ok());
+      ASSERT_TRUE(be->quantizedMatmul(hw, hx, h2, rows, cols, DType::Q4_0).ok());
+      ASSERT_TRUE(be->add(h2, hr, h3, rows).ok());
+      std::vector<float> a = read(*be, h1, rows), c = read(*be, h3, rows);
+      a.insert(a.end(), c.begin(), c.end());
+      outs.push_back(a);
+    }
+    EXPECT_LT(nmse(outs[0], outs[1]), 5e-4) << "run " << run;
+  }
+  EXPECT_GT(*refusals, 0) << "the test's premise: a tiled kernel was refused";
+}
+
 TEST_F(VulkanBackendTest, QmatmulOverridesFromTheEnvironmentChangeTheKernel) {
   if (!haveSpirvCodegen())
     GTEST_SKIP() << "the SPIR-V code generator is not in this build";

@@ -31,6 +31,27 @@ TiledAt tiledAt(int64_t row, int64_t block, int64_t nRows, int64_t nBlocks) {
   return {kQuantBytes * q, uint64_t(kQuantBytes) * nRows * nBlocks + 2 * q};
 }
 
+// GGUF's bytes to the tiled layout (toTiled) or back: each block's scale and quants copied
+// between its GGUF place and its tiled one.
+absl::StatusOr<std::vector<uint8_t>> relayout(const char *what, absl::Span<const uint8_t> in,
+                                              int64_t nRows, int64_t nCols, bool toTiled) {
+  if (absl::Status s = checkShape(what, in.size(), nRows, nCols); !s.ok())
+    return s;
+  const int64_t nBlocks = nCols / 32;
+  std::vector<uint8_t> out(uint64_t(nRows) * nBlocks * kBlockBytes);
+  for (int64_t r = 0; r < nRows; ++r)
+    for (int64_t b = 0; b < nBlocks; ++b) {
+      const uint64_t gguf = (uint64_t(r) * nBlocks + b) * kBlockBytes;
+      const TiledAt at = tiledAt(r, b, nRows, nBlocks);
+      const uint64_t scale = toTiled ? at.scale : gguf, scaleFrom = toTiled ? gguf : at.scale;
+      const uint64_t quants = toTiled ? at.quants : gguf + 2;
+      const uint64_t quantsFrom = toTiled ? gguf + 2 : at.quants;
+      std::memcpy(out.data() + scale, in.data() + scaleFrom, 2);
+      std::memcpy(out.data() + quants, in.data() + quantsFrom, kQuantBytes);
+    }
+  return out;
+}
+
 } // namespace
 
 bool canTileQ4_0(int64_t nRows, int64_t nCols) {
@@ -39,34 +60,12 @@ bool canTileQ4_0(int64_t nRows, int64_t nCols) {
 
 absl::StatusOr<std::vector<uint8_t>> tileQ4_0(absl::Span<const uint8_t> gguf, int64_t nRows,
                                               int64_t nCols) {
-  if (absl::Status s = checkShape("tileQ4_0", gguf.size(), nRows, nCols); !s.ok())
-    return s;
-  const int64_t nBlocks = nCols / 32;
-  std::vector<uint8_t> out(uint64_t(nRows) * nBlocks * kBlockBytes);
-  for (int64_t r = 0; r < nRows; ++r)
-    for (int64_t b = 0; b < nBlocks; ++b) {
-      const uint8_t *block = gguf.data() + (uint64_t(r) * nBlocks + b) * kBlockBytes;
-      TiledAt at = tiledAt(r, b, nRows, nBlocks);
-      std::memcpy(out.data() + at.scale, block, 2);
-      std::memcpy(out.data() + at.quants, block + 2, kQuantBytes);
-    }
-  return out;
+  return relayout("tileQ4_0", gguf, nRows, nCols, /*toTiled=*/true);
 }
 
 absl::StatusOr<std::vector<uint8_t>> untileQ4_0(absl::Span<const uint8_t> tiled, int64_t nRows,
                                                 int64_t nCols) {
-  if (absl::Status s = checkShape("untileQ4_0", tiled.size(), nRows, nCols); !s.ok())
-    return s;
-  const int64_t nBlocks = nCols / 32;
-  std::vector<uint8_t> out(uint64_t(nRows) * nBlocks * kBlockBytes);
-  for (int64_t r = 0; r < nRows; ++r)
-    for (int64_t b = 0; b < nBlocks; ++b) {
-      uint8_t *block = out.data() + (uint64_t(r) * nBlocks + b) * kBlockBytes;
-      TiledAt at = tiledAt(r, b, nRows, nBlocks);
-      std::memcpy(block, tiled.data() + at.scale, 2);
-      std::memcpy(block + 2, tiled.data() + at.quants, kQuantBytes);
-    }
-  return out;
+  return relayout("untileQ4_0", tiled, nRows, nCols, /*toTiled=*/false);
 }
 
 } // namespace sinter::codegen

@@ -853,10 +853,14 @@ absl::Status VulkanPlanImpl::prepareLayouts(const PlanArgs &args) {
         "layouts are kept per handle)");
   absl::Status status = absl::OkStatus();
   const size_t n = std::min(numSlots_, args.slotHandles.size());
+  // Nothing to do when no buffer is tiled and this plan tiles none; nothing to check while the
+  // buffers and the layouts are those of the last run that checked.
+  const bool relevant = layouts_.tiledDispatches > 0 || layouts->tiledCount() > 0;
   const bool checked =
-      layouts->generation() == layoutGeneration_ && layoutHandles_.size() == n &&
-      std::equal(layoutHandles_.begin(), layoutHandles_.end(), args.slotHandles.begin());
-  if (!checked && (layouts_.tiledDispatches > 0 || layouts->tiledCount() > 0)) {
+      !relevant ||
+      (layouts->generation() == layoutGeneration_ && layoutHandles_.size() == n &&
+       std::equal(layoutHandles_.begin(), layoutHandles_.end(), args.slotHandles.begin()));
+  if (!checked) {
     for (size_t s = 0; s < n && status.ok(); ++s) {
       const auto *ref = static_cast<const BufferRef *>(args.slotDevice[s]);
       const uint64_t handle = args.slotHandles[s].id;

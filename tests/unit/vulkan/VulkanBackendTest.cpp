@@ -103,6 +103,22 @@ protected:
     return *backend_;
   }
 
+  // A fused backend on the generated kernels (or `builder`) with tiled weights on.
+  ComputeBackend &makeTiled(runtime::vulkan::VulkanKernelBuilder builder = {}) {
+    BackendOptions options;
+    options.kind = "vulkan";
+    options.fusion = true;
+    VulkanBackendOptions vulkan;
+    vulkan.device = device_;
+    vulkan.stats = stats_;
+    vulkan.tiledWeights = true;
+    vulkan.builder = std::move(builder);
+    auto backend = createVulkanBackend(options, vulkan);
+    EXPECT_TRUE(backend.ok()) << backend.status();
+    backend_ = std::move(backend).value();
+    return *backend_;
+  }
+
   BufferHandle buffer(ComputeBackend &b, const std::vector<float> &values) {
     BufferHandle h = b.allocate(values.size() * 4).value();
     EXPECT_TRUE(b.copyToDevice(runtime::vulkan::test::asBytes(values), h).ok());
@@ -589,18 +605,9 @@ TEST_F(VulkanBackendTest, TiledWeightsNeverChangeWhatTheCallerSees) {
     GTEST_SKIP() << "the SPIR-V code generator is not in this build";
   if (!device_->caps().integerDotProduct)
     GTEST_SKIP() << "the device has no integer dot products (tiled weights are int8 x)";
-  BackendOptions options;
-  options.kind = "vulkan";
-  options.fusion = true;
-  VulkanBackendOptions vulkan;
-  vulkan.device = device_;
-  vulkan.stats = stats_;
-  vulkan.tiledWeights = true;
   const char *env = std::getenv("SINTER_VK_TILED");
   ASSERT_TRUE(env == nullptr || std::strcmp(env, "0") != 0) << "SINTER_VK_TILED=0 is set";
-  auto made = createVulkanBackend(options, vulkan);
-  ASSERT_TRUE(made.ok()) << made.status();
-  ComputeBackend &b = **made;
+  ComputeBackend &b = makeTiled();
   ReferenceBackend ref;
   const uint32_t rows = 128, cols = 256;
   std::mt19937 rng(5);
@@ -664,27 +671,17 @@ TEST_F(VulkanBackendTest, AWeightReadTiledAndNotInOneFlushStaysGguf) {
     GTEST_SKIP() << "the SPIR-V code generator is not in this build";
   if (!device_->caps().integerDotProduct)
     GTEST_SKIP() << "the device has no integer dot products (tiled weights are int8 x)";
-  BackendOptions options;
-  options.kind = "vulkan";
-  options.fusion = true;
-  VulkanBackendOptions vulkan;
-  vulkan.device = device_;
-  vulkan.stats = stats_;
-  vulkan.tiledWeights = true;
   runtime::vulkan::VulkanKernelBuilder generator = spirvCodegenBuilder(device_->caps());
   auto refusals = std::make_shared<int>(0);
-  vulkan.builder =
+  ComputeBackend &b = makeTiled(
       [generator,
        refusals](const codegen::KernelSpec &spec) -> absl::StatusOr<runtime::vulkan::VulkanKernel> {
-    if (spec.tiledWeights && !spec.epilogue.empty()) {
-      ++*refusals;
-      return absl::UnimplementedError("test: no tiled kernel with an epilogue");
-    }
-    return generator(spec);
-  };
-  auto made = createVulkanBackend(options, vulkan);
-  ASSERT_TRUE(made.ok()) << made.status();
-  ComputeBackend &b = **made;
+        if (spec.tiledWeights && !spec.epilogue.empty()) {
+          ++*refusals;
+          return absl::UnimplementedError("test: no tiled kernel with an epilogue");
+        }
+        return generator(spec);
+      });
   ReferenceBackend ref;
   const uint32_t rows = 64, cols = 256;
   std::mt19937 rng(9);

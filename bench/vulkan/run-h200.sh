@@ -26,7 +26,8 @@
 # SINTER_SWEEP (kernels.jsonl, one line per benchmark).
 # SINTER_BENCH_PRESETS, SINTER_BENCH_MIN_TIME (seconds per benchmark, default 2),
 # SINTER_SWEEP_MIN_TIME (seconds per sweep row and preset, default 0.5) and
-# SINTER_VK_VALIDATION (default 0 unless the layer was packed) change what runs.
+# SINTER_VK_VALIDATION (default 0 unless the layer was packed) change what runs;
+# SINTER_TEST_FILTER (a gtest filter, e.g. '*Tiled*') runs only those tests of each binary.
 set -uo pipefail
 what=${1:-all}
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -83,8 +84,8 @@ tests=(VulkanDeviceTest VulkanRuntimeTest VulkanBackendTest VulkanStories260KTes
 [ "$what" = bench ] || [ "$what" = sweep ] || [ "$what" = kernels ] || [ "$what" = ab ] ||
   [ "$what" = envs ] && tests=()
 for t in "${tests[@]}"; do
-  filter='*'
-  [ "$t" = ConformanceTest ] && filter='*vulkan*'
+  filter=${SINTER_TEST_FILTER:-*}
+  [ "$t" = ConformanceTest ] && [ -z "${SINTER_TEST_FILTER:-}" ] && filter='*vulkan*'
   say "== $t"
   limit=45
   [ "$t" = SpirvKernelTest ] && limit=150 # builds a few hundred kernels

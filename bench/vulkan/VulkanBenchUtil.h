@@ -1,0 +1,84 @@
+// VulkanBenchUtil.h - what the files of sinter-bench-vulkan-kernels share: hand-written SPIR-V
+// assembled into a kernel, random Q4_0 weights, a one-shot command buffer timed on the wall clock
+// and the per-step time from the slope between two step counts (VulkanKernelBench.cpp,
+// VulkanProbeBench.cpp).
+#ifndef SINTER_BENCH_VULKAN_VULKANBENCHUTIL_H
+#define SINTER_BENCH_VULKAN_VULKANBENCHUTIL_H
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "runtime/vulkan/VulkanDevice.h"
+#include "sinter/Status.h"
+
+namespace sinter::bench {
+
+using Clock = std::chrono::steady_clock;
+
+/// A hand-written kernel: `text` assembled (and validated), with its interface as given:
+/// `numBuffers` storage buffers, `pushBytes` of push constants, workgroups of `wg` invocations.
+absl::StatusOr<runtime::vulkan::KernelBinary> assembledKernel(const std::string &text,
+                                                              std::string name, uint32_t pushBytes,
+                                                              uint32_t wg, uint32_t numBuffers = 2);
+
+/// Q4_0 weights of `rows` x `cols` with random quants and scales near 2^-10 (no NaN or Inf);
+/// splitmix64, 8 bytes a step, so that hundreds of MB take a fraction of a second.
+std::vector<uint8_t> randomQ4_0(int64_t rows, int64_t cols, uint64_t &state);
+
+/// Per step microseconds of `run(steps)` (which returns the wall seconds of one submit-and-wait
+/// and checks the result), from the slope between 64 and 512 steps; 0 after SkipWithError.
+template <typename Run> double perStepMicros(benchmark::State &state, Run run) {
+  std::vector<double> small, big;
+  for (auto _ : state) {
+    absl::StatusOr<double> s = run(64), b = run(512);
+    if (!s.ok() || !b.ok()) {
+      state.SkipWithError(std::string((s.ok() ? b : s).status().message()).c_str());
+      return 0;
+    }
+    small.push_back(*s);
+    big.push_back(*b);
+  }
+  std::sort(small.begin(), small.end());
+  std::sort(big.begin(), big.end());
+  return (big[big.size() / 2] - small[small.size() / 2]) / (512 - 64) * 1e6;
+}
+
+/// Records `body` into a one-time command buffer after a fill of `zero` (when given) and its
+/// barrier, submits it and waits; the wall seconds of the submission.
+template <typename Body>
+absl::StatusOr<double> timedCommands(runtime::vulkan::VulkanDevice &device,
+                                     const runtime::vulkan::BufferRef *zero, Body body) {
+  SINTER_ASSIGN_OR_RETURN(VkCommandBuffer cmd, device.beginCommands(/*oneShot=*/true));
+  if (zero) {
+    vkCmdFillBuffer(cmd, zero->buffer, zero->offset, zero->size, 0);
+    runtime::vulkan::recordMemoryBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                         VK_ACCESS_TRANSFER_WRITE_BIT,
+                                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                                         VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+  }
+  body(cmd);
+  vkEndCommandBuffer(cmd);
+  auto start = Clock::now();
+  absl::Status s = device.submitAndWait(cmd);
+  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  device.freeCommands(cmd);
+  SINTER_RETURN_IF_ERROR(s);
+  return seconds;
+}
+
+/// The benchmarks of VulkanProbeBench.cpp, registered in two groups so that the executable keeps
+/// its order: the read probes before the quantized_matmul benchmarks, the launch, grid and flag
+/// chains after the attention ones.
+void registerReadProbes();
+void registerChainProbes();
+
+} // namespace sinter::bench
+
+#endif // SINTER_BENCH_VULKAN_VULKANBENCHUTIL_H

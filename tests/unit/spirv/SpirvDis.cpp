@@ -2,7 +2,7 @@
 //
 //   sinter-spirv-dis <op> [int ...] [--dtype=Q4_0] [--scalar=1e-5] [--params=MASK]
 //                    [--subgroup=32] [--no-opt] [--rms-prologue] [--epilogue=add,silu,...]
-//                    [--attention] [--attn-split=N] [--int-dot] [--params-buffer]
+//                    [--attention] [--attn-split=N] [--int-dot] [--params-buffer] [--tiled]
 //
 // <op> is SEMANTICS.md's name (rms_norm, quantized_matmul, ...), the integers are the op's in
 // order, MASK (binary or decimal) marks those read at run time. The output is a header of
@@ -13,6 +13,7 @@
 // makes an attn_score the anchor of the attention kernel over heads (softmax and attn_value of the
 // same head_dim as its epilogue).
 // --int-dot builds for a device with integer dot products (32 KB of workgroup memory).
+// --tiled reads a Q4_0 product's weights in the tiled layout (codegen/TiledWeights.h).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -35,7 +36,7 @@ int usage(const char *message) {
                "sinter-spirv-dis: %s\nusage: sinter-spirv-dis <op> [int ...] "
                "[--dtype=NAME] [--scalar=F] [--params=MASK] [--subgroup=N] [--no-opt] "
                "[--rms-prologue] [--epilogue=OPS] [--attention] [--attn-split=N] [--int-dot] "
-               "[--params-buffer]\n",
+               "[--params-buffer] [--tiled]\n",
                message);
   return 2;
 }
@@ -72,7 +73,7 @@ int main(int argc, char **argv) {
   uint8_t paramMask = 0;
   codegen::SpirvTarget target;
   int numInts = 0;
-  bool rmsPrologue = false, attention = false;
+  bool rmsPrologue = false, attention = false, tiled = false;
   std::vector<OpKind> epilogue;
   for (int a = 2; a < argc; ++a) {
     std::string arg = argv[a];
@@ -103,6 +104,8 @@ int main(int argc, char **argv) {
       target.maxSharedMemoryBytes = 32768;
     } else if (arg == "--params-buffer") {
       target.paramsInBuffer = true;
+    } else if (arg == "--tiled") {
+      tiled = true;
     } else if (arg == "--no-opt") {
       target.optimize = false;
     } else if (arg == "--rms-prologue") {
@@ -129,6 +132,7 @@ int main(int argc, char **argv) {
     }
   }
   codegen::KernelSpec spec = codegen::singleOpSpec(op, paramMask);
+  spec.tiledWeights = tiled;
   BufferHandle b{1};
   if (rmsPrologue)
     spec.prologue.push_back(

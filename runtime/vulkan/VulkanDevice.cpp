@@ -329,10 +329,12 @@ absl::Status VulkanDevice::pickPhysicalDevice(const std::string &selector) {
     if (index < n && usable(index))
       chosen = static_cast<int>(index);
   } else if (!selector.empty()) {
+    // Mesa's lavapipe names its device "llvmpipe (LLVM ...)": the driver's own name selects it too.
+    std::string wanted = absl::AsciiStrToLower(selector);
+    if (wanted == "lavapipe")
+      wanted = "llvmpipe";
     for (uint32_t i = 0; i < n && chosen < 0; ++i) {
-      if (absl::StrContains(absl::AsciiStrToLower(props[i].deviceName),
-                            absl::AsciiStrToLower(selector)) &&
-          usable(i))
+      if (absl::StrContains(absl::AsciiStrToLower(props[i].deviceName), wanted) && usable(i))
         chosen = static_cast<int>(i);
     }
   } else {

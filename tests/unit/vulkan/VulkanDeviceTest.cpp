@@ -265,6 +265,23 @@ TEST(VulkanDeviceTest, SelectorChoosesByIndexAndRejectsUnknownNames) {
   EXPECT_NE(none.status().message().find("no-such-gpu-anywhere"), std::string::npos);
 }
 
+// Mesa's lavapipe reports itself as "llvmpipe (LLVM ...)"; "lavapipe" (any case) selects it too.
+TEST(VulkanDeviceTest, LavapipeSelectsMesasLlvmpipeDevice) {
+  SINTER_VK_DEVICE_OR_SKIP(first);
+  bool hasLlvmpipe = false;
+  for (const std::string &name : first->deviceNames())
+    hasLlvmpipe |= name.find("llvmpipe") != std::string::npos;
+  VulkanDeviceOptions options;
+  options.deviceSelector = "LavaPipe";
+  auto d = VulkanDevice::create(options);
+  if (!hasLlvmpipe) {
+    EXPECT_EQ(d.status().code(), absl::StatusCode::kNotFound) << d.status();
+    return;
+  }
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_NE((*d)->caps().deviceName.find("llvmpipe"), std::string::npos) << (*d)->caps().deviceName;
+}
+
 TEST(VulkanDeviceTest, InjectedDeviceLossIsUnavailableAndSticks) {
   SINTER_VK_DEVICE_OR_SKIP(device);
   auto buf = device->createBuffer(16);

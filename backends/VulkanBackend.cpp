@@ -117,6 +117,8 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps, bool paramsInBuf
       target.qmatmulTiledRows = v;
     else if (kv.first == "twg")
       target.qmatmulTiledWorkgroup = v;
+    else if (kv.first == "tper")
+      target.qmatmulTiledRowsPerInvocation = v;
     else if (kv.first == "attnwg")
       target.attentionWorkgroup = v;
     else if (kv.first == "attnsplit")

@@ -256,43 +256,55 @@ using Complete = llvm::function_ref<void(llvm::SmallVector<Value>, Value, Value,
 // product's W (gate and up: the same rows of both against one x). The C partial sums of a row
 // meet in workgroup memory after one barrier; then invocation t < R / P completes P rows
 // (P = rowsPerSubgroup: 2 under a rope tail, whose pairs of rows rotate together), or, with a
-// sibling, row t of both matrices.
+// sibling, row t of both matrices. With V rows an invocation (KernelPlan::tiledRowsPerInvocation),
+// R / V invocations share a column: invocation t takes rows g, g + R / V, ... (g = t mod R / V)
+// and reads each block's x words once for all V; C = T V / R.
 void emitTiledQMatmul(Emitter &e, const OpShape &op, llvm::ArrayRef<Value> matrices, Value x4,
                       Value g4, Value nRows, Complete complete) {
   mlir::OpBuilder &b = e.b;
-  const int64_t R = e.plan.unitsPerGroup, T = e.plan.workgroupSize, C = T / R;
+  const int64_t R = e.plan.unitsPerGroup, T = e.plan.workgroupSize;
+  const int64_t V = e.plan.tiledRowsPerInvocation, RI = R / V, C = T / RI;
   const int64_t blocks = op.ints[1] / 32, M = static_cast<int64_t>(matrices.size());
   const int64_t P = M == 1 ? e.plan.rowsPerSubgroup : 1;
   Value partials = g4 ? workgroupArray(e, e.f32(), T / e.target.subgroupSize) : Value();
   Value t = e.threadId();
-  Value i = e.remu(t, e.ci(R)), column = e.divu(t, e.ci(R));
+  Value i = e.remu(t, e.ci(RI)), column = e.divu(t, e.ci(RI));
   Value first = e.mul(e.groupId(), e.ci(R));
-  Value row = e.add(first, i);
-  Value tile = e.divu(row, e.ci(kTileRows)), inTile = e.remu(row, e.ci(kTileRows));
-  // vec4 indices: block c's quants at qBase + 32 c; the vec4 of the 8 scales holding this row's
-  // at sBase + 4 c (after all n_rows x blocks vec4s of quants), as half sShift / 16 of word sWord.
-  Value qBase = e.add(e.mul(tile, e.ci(blocks * kTileRows)), inTile);
-  Value sBase = e.add(e.mul(nRows, e.ci(blocks)),
-                      e.add(e.mul(tile, e.ci(blocks * kTileRows / 8)), e.divu(inTile, e.ci(8))));
-  Value sWord = e.toI32(e.remu(e.divu(inTile, e.ci(2)), e.ci(4)));
-  Value sShift = e.toI32(e.mul(e.remu(inTile, e.ci(2)), e.ci(16)));
+  // A workgroup's R rows lie in one tile (R divides kTileRows).
+  Value tile = e.divu(first, e.ci(kTileRows));
+  // Row v of the invocation (first + i + RI v): vec4 indices of block c's quants at qBase[v] +
+  // 32 c; the vec4 of the 8 scales holding its scale at sBase[v] + 4 c (after all n_rows x blocks
+  // vec4s of quants), as half sShift[v] / 16 of word sWord[v].
+  llvm::SmallVector<Value, 4> qBase, sBase, sWord, sShift;
+  for (int64_t v = 0; v < V; ++v) {
+    Value inTile = e.add(e.remu(first, e.ci(kTileRows)), e.add(i, e.ci(RI * v)));
+    qBase.push_back(e.add(e.mul(tile, e.ci(blocks * kTileRows)), inTile));
+    sBase.push_back(
+        e.add(e.mul(nRows, e.ci(blocks)),
+              e.add(e.mul(tile, e.ci(blocks * kTileRows / 8)), e.divu(inTile, e.ci(8)))));
+    sWord.push_back(e.toI32(e.remu(e.divu(inTile, e.ci(2)), e.ci(4))));
+    sShift.push_back(e.toI32(e.mul(e.remu(inTile, e.ci(2)), e.ci(16))));
+  }
   auto bits = [&](Value f) { return b.create<arith::BitcastOp>(e.loc, e.i32(), f).getResult(); };
+  // Per matrix m and row v, at m V + v.
   struct Loaded {
     Value block, live;
-    llvm::SmallVector<Value, 2> scaleWords;
-    llvm::SmallVector<llvm::SmallVector<Value, 4>, 2> quants;
+    llvm::SmallVector<Value, 8> scaleWords;
+    llvm::SmallVector<llvm::SmallVector<Value, 4>, 8> quants;
   };
   auto loadBlock = [&](Value c) {
     Loaded L;
     L.block = c;
-    for (Value w4 : matrices) {
-      Value q = e.load(w4, e.add(qBase, e.mul(c, e.ci(kTileRows))));
-      L.quants.emplace_back();
-      for (int64_t k = 0; k < 4; ++k)
-        L.quants.back().push_back(bits(extractLane(e, q, k)));
-      Value scales = e.load(w4, e.add(sBase, e.mul(c, e.ci(kTileRows / 8))));
-      L.scaleWords.push_back(bits(b.create<mlir::vector::ExtractElementOp>(e.loc, scales, sWord)));
-    }
+    for (Value w4 : matrices)
+      for (int64_t v = 0; v < V; ++v) {
+        Value q = e.load(w4, e.add(qBase[v], e.mul(c, e.ci(kTileRows))));
+        L.quants.emplace_back();
+        for (int64_t k = 0; k < 4; ++k)
+          L.quants.back().push_back(bits(extractLane(e, q, k)));
+        Value scales = e.load(w4, e.add(sBase[v], e.mul(c, e.ci(kTileRows / 8))));
+        L.scaleWords.push_back(
+            bits(b.create<mlir::vector::ExtractElementOp>(e.loc, scales, sWord[v])));
+      }
     return L;
   };
   // U blocks a batch (KernelPlan::intDotUnroll), C apart, all loaded before any is computed;
@@ -322,16 +334,16 @@ void emitTiledQMatmul(Emitter &e, const OpShape &op, llvm::ArrayRef<Value> matri
         xb.push_back(e.load(wx.xq, e.add(first, e.ci(k + 4))));
       }
       Value dx = e.load(wx.xd, L.block), zero = e.load(wx.xz, L.block);
-      for (int64_t m = 0; m < M; ++m) {
+      for (int64_t a = 0; a < M * V; ++a) {
         Value dot;
         for (int64_t k = 0; k < 4; ++k) {
-          Value d = int8WordDot(e, DType::Q4_0, L.quants[m][k], xa[k], xb[k]);
+          Value d = int8WordDot(e, DType::Q4_0, L.quants[a][k], xa[k], xb[k]);
           dot = dot ? b.create<arith::AddIOp>(e.loc, dot, d).getResult() : d;
         }
         Value part = e.fmul(b.create<arith::SIToFPOp>(e.loc, e.f32(), dot), dx);
         part = b.create<arith::SubFOp>(e.loc, part, zero);
-        Value sum = e.fma(part, scaleFromWord(e, L.scaleWords[m], sShift), accs[m]);
-        accs[m] = L.live ? e.select(L.live, sum, accs[m]) : sum;
+        Value sum = e.fma(part, scaleFromWord(e, L.scaleWords[a], sShift[a % V]), accs[a]);
+        accs[a] = L.live ? e.select(L.live, sum, accs[a]) : sum;
       }
     }
     return accs;
@@ -340,7 +352,7 @@ void emitTiledQMatmul(Emitter &e, const OpShape &op, llvm::ArrayRef<Value> matri
   if (e.plan.prefetch)
     early = loadBatch(column, /*guardFirst=*/true);
   wx = quantizeXIntoWorkgroup(e, op, x4, g4, partials);
-  llvm::SmallVector<Value> accs(M, e.cf(0.0));
+  llvm::SmallVector<Value> accs(M * V, e.cf(0.0));
   Value from = column;
   if (early) {
     accs = addBatch(*early, accs);
@@ -349,11 +361,13 @@ void emitTiledQMatmul(Emitter &e, const OpShape &op, llvm::ArrayRef<Value> matri
   accs = e.forLoop(from, e.ci(blocks), e.ci(C * unroll), accs, [&](Value c0, mlir::ValueRange it) {
     return addBatch(loadBatch(c0, false), llvm::SmallVector<Value>(it.begin(), it.end()));
   });
-  // Each row's C partial sums (of each matrix), column by column, through workgroup memory.
+  // Each row's C partial sums (of each matrix), column by column, through workgroup memory:
+  // row v of invocation t at v T + t.
   llvm::SmallVector<Value, 2> sums;
   for (int64_t m = 0; m < M; ++m) {
-    sums.push_back(workgroupArray(e, e.f32(), T));
-    e.store(accs[m], sums.back(), t);
+    sums.push_back(workgroupArray(e, e.f32(), T * V));
+    for (int64_t v = 0; v < V; ++v)
+      e.store(accs[m * V + v], sums.back(), e.add(t, e.ci(T * v)));
   }
   e.barrier();
   // Invocation t < R / P completes rows P j .. P j + P - 1 (j = t; the others compute row
@@ -363,10 +377,12 @@ void emitTiledQMatmul(Emitter &e, const OpShape &op, llvm::ArrayRef<Value> matri
   llvm::SmallVector<Value> totals;
   for (int64_t m = 0; m < M; ++m)
     for (int64_t p = 0; p < P; ++p) {
+      // Row r is row r / RI of invocations r mod RI + c RI.
       Value r = e.add(e.mul(j, e.ci(P)), e.ci(p));
-      Value total = e.load(sums[m], r);
+      Value at = V == 1 ? r : e.add(e.mul(e.divu(r, e.ci(RI)), e.ci(T)), e.remu(r, e.ci(RI)));
+      Value total = e.load(sums[m], at);
       for (int64_t c = 1; c < C; ++c)
-        total = e.fadd(total, e.load(sums[m], e.add(r, e.ci(c * R))));
+        total = e.fadd(total, e.load(sums[m], e.add(at, e.ci(c * RI))));
       totals.push_back(total);
     }
   complete(totals, wx.squares, e.add(first, e.mul(j, e.ci(P))),

@@ -351,11 +351,17 @@ KernelPlan planSpec(const KernelSpec &spec, const SpirvTarget &target) {
     uint32_t size = std::min<uint32_t>(512, maxGroup);
     if (target.qmatmulTiledWorkgroup >= rows && target.qmatmulTiledWorkgroup <= maxGroup)
       size = target.qmatmulTiledWorkgroup;
+    // V rows an invocation (`tper`), so R / V invocations share a block column.
+    const uint32_t per =
+        target.qmatmulTiledRowsPerInvocation == 2 || target.qmatmulTiledRowsPerInvocation == 4
+            ? std::min(target.qmatmulTiledRowsPerInvocation, rows)
+            : 1;
     const int64_t cols = spec.anchor.ints[1], blocks = cols / 32;
-    const uint64_t shared =
-        cols + blocks * 8 + 4 * (size / lanes) + (hasSiblingProduct(spec) ? 8 : 4) * uint64_t(size);
+    const uint64_t shared = cols + blocks * 8 + 4 * (size / lanes) +
+                            (hasSiblingProduct(spec) ? 8 : 4) * uint64_t(size) * per;
     if (size % rows == 0 && size % lanes == 0 && shared <= target.maxSharedMemoryBytes) {
       plan.tiled = true;
+      plan.tiledRowsPerInvocation = per;
       plan.workgroupSize = size;
       plan.unitsPerGroup = rows;
       // A workgroup's finishing invocations complete two rows each under a rope tail (its
@@ -366,8 +372,8 @@ KernelPlan planSpec(const KernelSpec &spec, const SpirvTarget &target) {
       // A row's blocks in as few batches of at most U as it takes, spread evenly.
       const uint32_t most = target.qmatmulDotUnroll >= 1 && target.qmatmulDotUnroll <= 16
                                 ? target.qmatmulDotUnroll
-                                : 8;
-      const int64_t columns = size / rows;
+                                : 8 / per;
+      const int64_t columns = size * per / rows;
       const int64_t trip = (blocks + columns - 1) / columns;
       const int64_t iterations = (trip + most - 1) / most;
       plan.intDotUnroll =

@@ -88,6 +88,10 @@ struct SpirvTarget {
   /// size; 0: 512). The blocks an invocation loads at once come from qmatmulDotUnroll (0: 8).
   uint32_t qmatmulTiledRows = 0;
   uint32_t qmatmulTiledWorkgroup = 0;
+  /// Tiled weights: rows an invocation computes (`tper=N`: 1, 2 or 4, at most the workgroup's
+  /// rows; 0: 1), each block's x words read once for all of them. The blocks it loads at once
+  /// default to 8 / N.
+  uint32_t qmatmulTiledRowsPerInvocation = 0;
   /// maxComputeSharedMemorySize: workgroup memory a kernel may declare (Vulkan's minimum).
   uint32_t maxSharedMemoryBytes = 16384;
   /// maxPerStageDescriptorStorageBuffers: the storage buffers a kernel may bind, the parameter

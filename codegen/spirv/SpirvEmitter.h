@@ -68,6 +68,8 @@ struct KernelPlan {
   /// invocation on one row and every (workgroupSize / unitsPerGroup)-th block column of it
   /// (emitTiledQMatmul); W bound as vec4s; intDotUnroll blocks loaded at once.
   bool tiled = false;
+  /// Tiled weights: rows an invocation computes (1, 2 or 4), sharing each block's x words.
+  uint32_t tiledRowsPerInvocation = 1;
   /// When nonzero, the most workgroups dispatched (SpirvKernel::maxGroups): each loops over the
   /// tiles of unitsPerGroup units g, g + maxGroups, ... (int8-x quantized_matmul).
   uint32_t maxGroups = 0;

@@ -3,6 +3,7 @@
 //   sinter-spirv-dis <op> [int ...] [--dtype=Q4_0] [--scalar=1e-5] [--params=MASK]
 //                    [--subgroup=32] [--no-opt] [--rms-prologue] [--epilogue=add,silu,...]
 //                    [--attention] [--attn-split=N] [--int-dot] [--params-buffer] [--tiled]
+//                    [--tiled-per=N]
 //
 // <op> is SEMANTICS.md's name (rms_norm, quantized_matmul, ...), the integers are the op's in
 // order, MASK (binary or decimal) marks those read at run time. The output is a header of
@@ -13,7 +14,8 @@
 // makes an attn_score the anchor of the attention kernel over heads (softmax and attn_value of the
 // same head_dim as its epilogue).
 // --int-dot builds for a device with integer dot products (32 KB of workgroup memory).
-// --tiled reads a Q4_0 product's weights in the tiled layout (codegen/TiledWeights.h).
+// --tiled reads a Q4_0 product's weights in the tiled layout (codegen/TiledWeights.h),
+// --tiled-per=N with N rows an invocation (SpirvTarget::qmatmulTiledRowsPerInvocation).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -36,7 +38,7 @@ int usage(const char *message) {
                "sinter-spirv-dis: %s\nusage: sinter-spirv-dis <op> [int ...] "
                "[--dtype=NAME] [--scalar=F] [--params=MASK] [--subgroup=N] [--no-opt] "
                "[--rms-prologue] [--epilogue=OPS] [--attention] [--attn-split=N] [--int-dot] "
-               "[--params-buffer] [--tiled]\n",
+               "[--params-buffer] [--tiled] [--tiled-per=N]\n",
                message);
   return 2;
 }
@@ -104,6 +106,8 @@ int main(int argc, char **argv) {
       target.maxSharedMemoryBytes = 32768;
     } else if (arg == "--params-buffer") {
       target.paramsInBuffer = true;
+    } else if (const char *v = value("--tiled-per=")) {
+      target.qmatmulTiledRowsPerInvocation = static_cast<uint32_t>(std::strtoul(v, nullptr, 10));
     } else if (arg == "--tiled") {
       tiled = true;
     } else if (arg == "--no-opt") {

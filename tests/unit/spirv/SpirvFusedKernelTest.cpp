@@ -227,9 +227,11 @@ TEST_F(SpirvKernelTest, TiledWeightsInFusedKernels) {
                  << " has no integer dot products (tiled weights are int8 x)";
   const uint8_t posParam = 0b1, dstParam = 0b10;
   tiled_ = true;
-  for (uint32_t tileRows : {0u, 16u}) {
+  for (auto [tileRows, per] : {std::pair<uint32_t, uint32_t>{0, 0}, {16, 0}, {0, 2}, {16, 4}}) {
     tiledRows_ = tileRows;
-    const std::string how = " tiled rows " + str(tileRows ? tileRows : 32);
+    tiledPer_ = per;
+    const std::string how =
+        " tiled rows " + str(tileRows ? tileRows : 32) + " per " + str(per ? per : 1);
     for (uint32_t cols : {256u, 96u * 32u + 32u})
       checkFused({ops::rmsNorm(slot(0), slot(1), slot(2), cols, 1e-5f),
                   ops::quantizedMatmul(slot(3), slot(2), slot(4), 96, cols, DType::Q4_0),
@@ -258,7 +260,7 @@ TEST_F(SpirvKernelTest, TiledWeightsInFusedKernels) {
     stacked_ = false;
   }
   tiled_ = false;
-  tiledRows_ = 0;
+  tiledRows_ = tiledPer_ = 0;
 }
 
 TEST_F(SpirvKernelTest, AttentionOverHeads) {

@@ -75,6 +75,7 @@ protected:
     t.paramsInBuffer = paramsInBuffer_;
     t.qmatmulTiledRows = tiledRows_;
     t.qmatmulTiledWorkgroup = tiledWorkgroup_;
+    t.qmatmulTiledRowsPerInvocation = tiledPer_;
     return t;
   }
 
@@ -416,7 +417,7 @@ protected:
   /// Kernels built with KernelSpec::tiledWeights, their W rewritten in the tiled layout; and
   /// target()'s qmatmulTiledRows and qmatmulTiledWorkgroup.
   bool tiled_ = false;
-  uint32_t tiledRows_ = 0, tiledWorkgroup_ = 0;
+  uint32_t tiledRows_ = 0, tiledWorkgroup_ = 0, tiledPer_ = 0;
   /// checkFused builds the members as stacked products (KernelSpec::stackedProducts, every
   /// product's n_rows static).
   bool stacked_ = false;

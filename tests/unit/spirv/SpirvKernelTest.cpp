@@ -333,12 +333,15 @@ TEST_F(SpirvKernelTest, QuantizedMatmulTiledWeights) {
   struct Case {
     uint32_t rows, workgroup, dotUnroll;
     bool prefetch;
+    uint32_t per; // rows an invocation (`tper`)
   };
   tiled_ = true;
-  for (Case c : {Case{0, 0, 0, false}, Case{16, 0, 3, true}, Case{8, 128, 0, false},
-                 Case{32, 256, 2, true}}) {
+  for (Case c : {Case{0, 0, 0, false, 0}, Case{16, 0, 3, true, 0}, Case{8, 128, 0, false, 0},
+                 Case{32, 256, 2, true, 0}, Case{0, 0, 0, false, 2}, Case{0, 256, 3, true, 4},
+                 Case{8, 128, 0, false, 4}, Case{16, 512, 1, false, 2}}) {
     tiledRows_ = c.rows;
     tiledWorkgroup_ = c.workgroup;
+    tiledPer_ = c.per;
     for (uint32_t nCols : {256u, 3104u, 11008u})
       for (uint32_t rows : {64u, 96u, 160u}) {
         if (nCols > 4096 && rows != 64)
@@ -356,8 +359,8 @@ TEST_F(SpirvKernelTest, QuantizedMatmulTiledWeights) {
         EXPECT_EQ(k->bindings[0], codegen::SpirvBindingKind::Vec4) << "W is read 16 bytes a load";
         check(op,
               "tiled rows " + str(c.rows) + " wg " + str(c.workgroup) + " dotunroll " +
-                  str(c.dotUnroll) + (c.prefetch ? " prefetch " : " ") + str(rows) + "x" +
-                  str(nCols),
+                  str(c.dotUnroll) + " per " + str(c.per) + (c.prefetch ? " prefetch " : " ") +
+                  str(rows) + "x" + str(nCols),
               0, rows, &t, kQuantizedActivationTolerance);
       }
     checkFused({ops::rmsNorm(slot(0), slot(1), slot(2), 1024, 1e-5f),
@@ -368,7 +371,7 @@ TEST_F(SpirvKernelTest, QuantizedMatmulTiledWeights) {
                0, {2, 4}, "tiled rows " + str(c.rows) + " quantized_matmul -> add");
   }
   tiled_ = false;
-  tiledRows_ = tiledWorkgroup_ = 0;
+  tiledRows_ = tiledWorkgroup_ = tiledPer_ = 0;
   // Refused: another format, f32 x.
   auto refused = [&](codegen::KernelSpec spec, SpirvTarget t, const std::string &what) {
     spec.tiledWeights = true;

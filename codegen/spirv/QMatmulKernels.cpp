@@ -363,12 +363,28 @@ void emitTiledQMatmul(Emitter &e, const OpShape &op, llvm::ArrayRef<Value> matri
   });
   // Each row's C partial sums (of each matrix), column by column, through workgroup memory:
   // row v of invocation t at v T + t.
+  // Where RI invocations a column are fewer than a subgroup's lanes S, the subgroup's S / RI
+  // columns are summed first (xor shuffles), and lane g < RI of subgroup s stores them as column
+  // s: CE = T / S partial sums a row instead of C.
+  const int64_t S = e.target.subgroupSize;
+  const bool fold = RI < S;
+  const int64_t CE = fold ? T / S : C;
+  if (fold)
+    for (Value &acc : accs)
+      acc = e.strideSum(acc, static_cast<uint32_t>(RI));
+  Value slot = fold ? e.add(e.mul(e.subgroupId(), e.ci(RI)), i) : t;
   llvm::SmallVector<Value, 2> sums;
-  for (int64_t m = 0; m < M; ++m) {
-    sums.push_back(workgroupArray(e, e.f32(), T * V));
-    for (int64_t v = 0; v < V; ++v)
-      e.store(accs[m * V + v], sums.back(), e.add(t, e.ci(T * v)));
-  }
+  for (int64_t m = 0; m < M; ++m)
+    sums.push_back(workgroupArray(e, e.f32(), CE * RI * V));
+  auto storeSums = [&] {
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t v = 0; v < V; ++v)
+        e.store(accs[m * V + v], sums[m], e.add(slot, e.ci(CE * RI * v)));
+  };
+  if (fold)
+    e.ifThen(e.ult(e.laneId(), e.ci(RI)), storeSums);
+  else
+    storeSums();
   e.barrier();
   // Invocation t < R / P completes rows P j .. P j + P - 1 (j = t; the others compute row
   // j = t mod (R / P) again and store nothing).
@@ -377,11 +393,11 @@ void emitTiledQMatmul(Emitter &e, const OpShape &op, llvm::ArrayRef<Value> matri
   llvm::SmallVector<Value> totals;
   for (int64_t m = 0; m < M; ++m)
     for (int64_t p = 0; p < P; ++p) {
-      // Row r is row r / RI of invocations r mod RI + c RI.
+      // Row r is row r / RI of the columns' slots r mod RI + c RI.
       Value r = e.add(e.mul(j, e.ci(P)), e.ci(p));
-      Value at = V == 1 ? r : e.add(e.mul(e.divu(r, e.ci(RI)), e.ci(T)), e.remu(r, e.ci(RI)));
+      Value at = V == 1 ? r : e.add(e.mul(e.divu(r, e.ci(RI)), e.ci(CE * RI)), e.remu(r, e.ci(RI)));
       Value total = e.load(sums[m], at);
-      for (int64_t c = 1; c < C; ++c)
+      for (int64_t c = 1; c < CE; ++c)
         total = e.fadd(total, e.load(sums[m], e.add(at, e.ci(c * RI))));
       totals.push_back(total);
     }

@@ -184,6 +184,10 @@ public:
   /// lanes is the subgroup size, a butterfly of xor shuffles otherwise. Every lane gets the sum.
   mlir::Value clusterSum(mlir::Value v, uint32_t lanes);
   mlir::Value clusterMax(mlir::Value v, uint32_t lanes);
+  /// Sum of `v` over the lanes of the subgroup that are equal modulo `stride` (a power of two;
+  /// xor shuffles by stride, 2 stride, ... below the subgroup size): every lane gets its own
+  /// class's sum.
+  mlir::Value strideSum(mlir::Value v, uint32_t stride);
 
 private:
   int memberIndex(int m) const { return m >= shiftFrom_ ? m + shift_ : m; }

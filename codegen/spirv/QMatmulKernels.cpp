@@ -251,10 +251,11 @@ using Complete = llvm::function_ref<void(llvm::SmallVector<Value>, Value, Value,
 // columns t / R, t / R + C, ... (C = T / R), so the R invocations of a column load R x 16
 // consecutive bytes of quants (one 16-byte load each) and R x 2 bytes of scales, and all of them
 // read the same words of int8 x (a broadcast from workgroup memory): no shifts to cut quants out
-// of unaligned words, no subgroup reduction. x is quantized as in emitIntDotQMatmul (its first
+// of unaligned words. x is quantized as in emitIntDotQMatmul (its first
 // batch of W loaded before when KernelPlan::prefetch). `matrices` holds W, or W and a sibling
 // product's W (gate and up: the same rows of both against one x). The C partial sums of a row
-// meet in workgroup memory after one barrier; then invocation t < R / P completes P rows
+// meet in workgroup memory after one barrier (first added within a subgroup where fewer than its
+// lanes share a column); then invocation t < R / P completes P rows
 // (P = rowsPerSubgroup: 2 under a rope tail, whose pairs of rows rotate together), or, with a
 // sibling, row t of both matrices. With V rows an invocation (KernelPlan::tiledRowsPerInvocation),
 // R / V invocations share a column: invocation t takes rows g, g + R / V, ... (g = t mod R / V)
@@ -361,11 +362,11 @@ void emitTiledQMatmul(Emitter &e, const OpShape &op, llvm::ArrayRef<Value> matri
   accs = e.forLoop(from, e.ci(blocks), e.ci(C * unroll), accs, [&](Value c0, mlir::ValueRange it) {
     return addBatch(loadBatch(c0, false), llvm::SmallVector<Value>(it.begin(), it.end()));
   });
-  // Each row's C partial sums (of each matrix), column by column, through workgroup memory:
-  // row v of invocation t at v T + t.
-  // Where RI invocations a column are fewer than a subgroup's lanes S, the subgroup's S / RI
-  // columns are summed first (xor shuffles), and lane g < RI of subgroup s stores them as column
-  // s: CE = T / S partial sums a row instead of C.
+  // Each row's partial sums (of each matrix) through workgroup memory: CE of them a row, column
+  // c's for row v of the invocation at v CE RI + c RI + i. CE = C, except where the RI
+  // invocations of a column are fewer than a subgroup's lanes S: the subgroup's S / RI columns
+  // are summed first (xor shuffles) and lane i < RI of subgroup s stores them as column s, so
+  // CE = T / S.
   const int64_t S = e.target.subgroupSize;
   const bool fold = RI < S;
   const int64_t CE = fold ? T / S : C;

@@ -199,6 +199,7 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> createVulkanBackend(const Backen
                                                                     compilerOptions);
 
   runtime::LazyBackendOptions lazy;
+  lazy.overlapCalls = vulkan.overlapCalls;
   auto store =
       std::make_unique<runtime::vulkan::VulkanBufferStore>(device, options.memoryLimitBytes);
   store->setWeightLayouts(compilerOptions.weightLayouts);

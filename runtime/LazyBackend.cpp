@@ -28,6 +28,9 @@ LazyBackendOptions withEnvironment(LazyBackendOptions options) {
   size_t limit;
   if (const char *s = std::getenv("SINTER_MAX_TRACE"); s && absl::SimpleAtoi(s, &limit) && limit)
     options.maxTraceEntries = limit;
+  size_t overlap;
+  if (const char *s = std::getenv("SINTER_OVERLAP"); s && absl::SimpleAtoi(s, &overlap))
+    options.overlapCalls = overlap;
   if (!options.compiler)
     options.compiler = std::make_unique<InterpreterCompiler>();
   if (!options.store)
@@ -162,6 +165,11 @@ absl::Status LazyBackend::submit(const OpCall &op) {
   for (int i = 0; i < numBuffers; ++i)
     entry.op.buffers[i] = Trace::handleOfSlot(slotOf(op.buffers[i], *k[i]));
   ++stats_.callsRecorded;
+  if (options_.overlapCalls && op.kind == OpKind::Add &&
+      trace_.entries.size() >= options_.overlapCalls) {
+    ++stats_.overlapFlushes;
+    (void)flushLocked("overlap", nullptr, /*overlap=*/true); // a failure waits for the next sync
+  }
   return absl::OkStatus();
 }
 
@@ -236,8 +244,17 @@ void LazyBackend::releasePendingFrees() {
   pendingFrees_.clear();
 }
 
-absl::Status LazyBackend::flushLocked(const char *why, PlanReadback *readback) {
+absl::Status LazyBackend::flushLocked(const char *why, PlanReadback *readback, bool overlap) {
   if (trace_.entries.empty()) {
+    if (overlapRunning_) { // a flush point: what an overlapped flush left running ends here
+      absl::Status drained = memory_->drain();
+      if (!drained.ok() && deferredError_.ok())
+        deferredError_ = absl::Status(
+            drained.code(), absl::StrCat("deferred work failed (overlapped flush, waited for at ",
+                                         why, "): ", drained.message()));
+      overlapRunning_ = false;
+    }
+    segment_ = 0;
     releasePendingFrees();
     return deferredError_;
   }
@@ -249,6 +266,8 @@ absl::Status LazyBackend::flushLocked(const char *why, PlanReadback *readback) {
   if (lastFlushEnd_)
     stats_.betweenFlushSeconds += seconds(*lastFlushEnd_, start);
   size_t numEntries = trace_.entries.size();
+  trace_.segment = segment_;
+  segment_ = overlap ? segment_ + 1 : 0;
   if (options_.onFlush)
     options_.onFlush(trace_, slotHandles_);
   absl::Status status;
@@ -273,6 +292,7 @@ absl::Status LazyBackend::flushLocked(const char *why, PlanReadback *readback) {
     if (onDevice)
       args.slotDevice = slotDevice;
     args.readback = readback;
+    args.mayFinishLater = overlap;
     kernels = lookup->plan->numKernels();
     absl::Status run = fault::check(fault::Site::FlushAllocate, "flush"); // tests only
     if (run.ok()) {
@@ -303,13 +323,18 @@ absl::Status LazyBackend::flushLocked(const char *why, PlanReadback *readback) {
   trace_.entries.clear();
   trace_.buffers.clear();
   trace_.payloads.clear();
+  trace_.segment = 0;
   slotHandles_.clear();
   if (++epoch_ == 0) { // after 2^32 flushes: no handle may look like it is in the new trace
     for (auto &[id, k] : known_)
       k.epoch = 0;
     epoch_ = 1;
   }
-  releasePendingFrees();
+  // A complete flush waited for the device (its submission comes after every overlapped one);
+  // the bytes of buffers freed meanwhile may be in use until then.
+  overlapRunning_ = overlap;
+  if (!overlap)
+    releasePendingFrees();
   if (!status.ok() && deferredError_.ok())
     deferredError_ = status;
   lastFlushEnd_ = Clock::now();

@@ -50,6 +50,8 @@ struct LazyStats {
   double readSeconds = 0;
   /// copy_from_device calls whose bytes the flush's plan copied out in its own submission.
   uint64_t foldedReads = 0;
+  /// Flushes made early without waiting (LazyBackendOptions::overlapCalls); also in `flushes`.
+  uint64_t overlapFlushes = 0;
 };
 
 /// Where a lazy backend keeps the bytes of its buffers: host memory by default (HostBufferStore),
@@ -79,6 +81,9 @@ public:
   virtual void *deviceRef(BufferHandle handle) const { return nullptr; }
   /// What deviceInfo() reports; `compiler` is the plan compiler's name.
   virtual DeviceInfo deviceInfo(const std::string &compiler) const = 0;
+  /// Waits for device work that a Plan run with PlanArgs::mayFinishLater left running (a device
+  /// store); the host store has none.
+  virtual absl::Status drain() { return absl::OkStatus(); }
 };
 
 /// The default store: HostBuffers under a byte limit (0: the host's physical memory).
@@ -112,6 +117,14 @@ struct LazyBackendOptions {
   size_t planCacheCapacity = 64;
   /// Limit of the default host store; 0: the host's physical memory.
   uint64_t memoryLimitBytes = 0;
+  /// Overlap the device with the engine's recording (SINTER_OVERLAP overrides): an `add` call
+  /// that leaves at least this many calls pending flushes them at once without waiting for the
+  /// device (PlanArgs::mayFinishLater), so the device runs them while the engine records the
+  /// rest of the token; the next flush point waits for everything. An add ends a decode
+  /// layer's residual stream, so the pieces cut between fused kernels, not through them. The
+  /// pieces of a token are keyed by their place in it (Trace::segment), so each keeps its own
+  /// plan. 0 (the default): flush only at the flush points.
+  size_t overlapCalls = 0;
   /// Print one line per flush to stderr (also set by SINTER_STATS=1).
   bool printStats = false;
   /// Called at each flush, before the plan runs, with the trace and the caller's handle of each
@@ -156,7 +169,9 @@ private:
   };
   /// Runs the trace. `readback`, when given, names a read of a slot the plan may fold into its
   /// own submission.
-  absl::Status flushLocked(const char *why, PlanReadback *readback = nullptr)
+  /// `overlap`: the run may return before the device finishes (LazyBackendOptions::
+  /// overlapCalls); the next flush point waits.
+  absl::Status flushLocked(const char *why, PlanReadback *readback = nullptr, bool overlap = false)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   /// The entry of a live handle, or null when it is unknown or freed.
   Known *known(BufferHandle handle) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -194,6 +209,10 @@ private:
   std::array<KnownCacheEntry, kKnownCacheSize> knownCache_ ABSL_GUARDED_BY(mu_){};
   uint64_t knownGeneration_ ABSL_GUARDED_BY(mu_) = 1;
   uint32_t epoch_ ABSL_GUARDED_BY(mu_) = 1;
+  /// Overlapped flushes since the last complete one (the next trace's Trace::segment), and
+  /// whether one may still be running on the device.
+  uint32_t segment_ ABSL_GUARDED_BY(mu_) = 0;
+  bool overlapRunning_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status deferredError_ ABSL_GUARDED_BY(mu_);
   LazyStats stats_ ABSL_GUARDED_BY(mu_);
   /// When the last flush ended (LazyStats::betweenFlushSeconds); unset before the first.

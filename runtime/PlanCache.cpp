@@ -36,7 +36,7 @@ uint32_t floatBits(float f) {
 }
 
 bool sameBuffers(const Trace &a, const Trace &b) {
-  if (a.buffers.size() != b.buffers.size())
+  if (a.segment != b.segment || a.buffers.size() != b.buffers.size())
     return false;
   for (size_t i = 0; i < a.buffers.size(); ++i)
     if (a.buffers[i].sizeBytes != b.buffers[i].sizeBytes ||
@@ -59,6 +59,7 @@ bool sameEntryStructure(const TraceEntry &a, const TraceEntry &b) {
 uint64_t PlanCache::structuralHash(const Trace &trace) {
   uint64_t h = 0x9e3779b97f4a7c15ull ^ trace.buffers.size();
   auto mix = [&h](uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
+  mix(trace.segment);
   for (const TraceBuffer &b : trace.buffers) {
     mix(b.sizeBytes);
     mix(b.observable);
@@ -184,6 +185,7 @@ absl::StatusOr<PlanCache::Lookup> PlanCache::lookup(const Trace &trace) {
       entry->hash = hash;
       entry->skeleton.buffers = trace.buffers;
       entry->skeleton.entries = trace.entries;
+      entry->skeleton.segment = trace.segment;
       entry->isParam.assign(trace.entries.size(), 0);
       lru_.push_front(entry);
       entry->lruPos = lru_.begin();

@@ -40,6 +40,11 @@ struct PlanArgs {
   absl::Span<void *const> slotDevice = {};
   /// A read that follows the run (null: none); see PlanReadback.
   PlanReadback *readback = nullptr;
+  /// The run may return before the device has finished (an overlapped flush,
+  /// LazyBackendOptions::overlapCalls): the Plan then guarantees that everything later on the
+  /// same device, and any host access to the buffers, comes after this run's work. A Plan that
+  /// cannot (the host ones) runs to the end as usual.
+  bool mayFinishLater = false;
 };
 
 /// An executable form of one trace structure.

@@ -47,6 +47,11 @@ struct Trace {
   std::vector<TraceEntry> entries;
   /// Host bytes captured by copy_to_device; not part of the structural key.
   std::vector<std::shared_ptr<const std::vector<uint8_t>>> payloads;
+  /// Which piece of a split flush this is: the count of overlapped flushes since the last
+  /// complete one (LazyBackendOptions::overlapCalls), 0 without them. Part of the structural
+  /// key, so that the pieces of one token (a decode's layers look alike) get a plan each and one
+  /// piece's run never waits for another's.
+  uint32_t segment = 0;
 
   /// The slot number an entry's BufferHandle names.
   static uint32_t slotOf(BufferHandle h) { return static_cast<uint32_t>(h.id - 1); }

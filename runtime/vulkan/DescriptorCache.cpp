@@ -91,6 +91,8 @@ absl::StatusOr<VkDescriptorSet> DescriptorCache::get(const Pipeline &p,
 void DescriptorCache::trim(bool force) {
   if (!force && sets_.size() <= maxSets_)
     return;
+  if (beforeReset_)
+    beforeReset_();
   for (Pool &p : pools_) {
     vkResetDescriptorPool(device_, p.pool, 0);
     p.setsLeft = setsPerPool_;

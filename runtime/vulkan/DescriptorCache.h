@@ -9,6 +9,7 @@
 #define SINTER_RUNTIME_VULKAN_DESCRIPTORCACHE_H
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -50,6 +51,9 @@ public:
   /// Changes whenever sets are forgotten (a trim that resets, or buffers destroyed): a command
   /// buffer that bound sets of an older generation must not be submitted again.
   uint64_t generation() const { return stats_.resets; }
+  /// Called before a reset, to wait for submitted work that may still use the sets
+  /// (VulkanDevice::drain).
+  void setBeforeReset(std::function<void()> f) { beforeReset_ = std::move(f); }
 
 private:
   absl::StatusOr<VkDescriptorSet> allocate(VkDescriptorSetLayout layout, uint32_t numBuffers);
@@ -68,6 +72,7 @@ private:
   uint64_t destroyedBlocks_ = 0;
   absl::flat_hash_map<std::vector<uint64_t>, VkDescriptorSet> sets_;
   DescriptorStats stats_;
+  std::function<void()> beforeReset_;
 };
 
 } // namespace sinter::runtime::vulkan

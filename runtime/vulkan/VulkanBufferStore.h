@@ -30,6 +30,8 @@ public:
   absl::Status write(BufferHandle handle, absl::Span<const uint8_t> data) override;
   absl::Status read(BufferHandle handle, absl::Span<uint8_t> out) override;
   uint8_t *hostData(BufferHandle) const override { return nullptr; }
+  /// Waits for what an overlapped flush left running (VulkanDevice::drain).
+  absl::Status drain() override { return device_->drain(); }
   /// A `const BufferRef *` (see refOf).
   void *deviceRef(BufferHandle handle) const override;
   DeviceInfo deviceInfo(const std::string &compiler) const override;

@@ -96,6 +96,7 @@ absl::Status VulkanDevice::init(const VulkanDeviceOptions &options) {
   else if (statistics)
     pipelines_->captureStatistics();
   descriptors_ = std::make_unique<DescriptorCache>(device_);
+  descriptors_->setBeforeReset([this] { (void)drain(); });
   return absl::OkStatus();
 }
 
@@ -155,6 +156,7 @@ absl::StatusOr<VulkanDevice::MappedRange> VulkanDevice::allocateMappedParams(uin
 }
 
 void VulkanDevice::freeMappedParams(const BufferRef &ref) {
+  (void)drain(); // the words may be read by a submission still running
   absl::MutexLock lock(&paramArenaMutex_);
   if (paramArena_ && ref.buffer == paramArenaMemory_.buffer)
     paramArena_->free(ref.offset);

@@ -239,6 +239,19 @@ public:
   /// Submits one primary command buffer to the compute queue and waits for it. Maps the result
   /// (and the fault hook's) to a Status; after device loss every later submit is Unavailable.
   absl::Status submitAndWait(VkCommandBuffer cmd);
+  /// Submits without waiting (an overlapped flush, PlanArgs::mayFinishLater) and returns the
+  /// submission's serial. Every command buffer begins with the entry barrier, so later
+  /// submissions run after it; a submitAndWait's fence covers it (a fence signal includes every
+  /// earlier submission); host work that touches what it may use (freeing buffers or command
+  /// buffers, resetting descriptor pools) calls drain() first, which these methods here do.
+  absl::StatusOr<uint64_t> submitNoWait(VkCommandBuffer cmd);
+  /// Whether the submission `serial` from submitNoWait may still be running.
+  bool mayBeRunning(uint64_t serial) const;
+  /// Waits for every submission so far (nothing to do when none was made without a wait since
+  /// the last wait).
+  absl::Status drain();
+  /// submitNoWait calls so far.
+  uint64_t noWaitSubmissions() const;
   /// vkQueueSubmit calls so far, from every user of the device (plans, reads, writes, one-off
   /// dispatches): a decode step's count is its submissions, read-back included.
   uint64_t queueSubmissions() const;
@@ -311,6 +324,11 @@ private:
   VkResult injectedFault_ ABSL_GUARDED_BY(submitMutex_) = VK_SUCCESS;
   bool lost_ ABSL_GUARDED_BY(submitMutex_) = false;
   uint64_t queueSubmissions_ ABSL_GUARDED_BY(submitMutex_) = 0;
+  /// submitNoWait's serials: the last one handed out, and the last one known finished.
+  uint64_t noWaitSerial_ ABSL_GUARDED_BY(submitMutex_) = 0;
+  uint64_t finishedSerial_ ABSL_GUARDED_BY(submitMutex_) = 0;
+  /// Waits for fence_ after a submission with it; marks every earlier submission finished.
+  VkResult finishWithFence() ABSL_EXCLUSIVE_LOCKS_REQUIRED(submitMutex_);
   /// VulkanDeviceOptions::wait and spinLimitMicros after SINTER_VK_WAIT.
   VulkanDeviceOptions::Wait wait_ = VulkanDeviceOptions::Wait::Block;
   uint64_t spinLimitMicros_ = 0;

@@ -187,7 +187,7 @@ private:
   absl::Status splitAt(size_t step);
   /// Submits the commands: the kept command buffer when they equal its commands, else a new
   /// recording (kept for the next run when `keep`).
-  absl::Status submitCommands(size_t endStep, bool keep);
+  absl::Status submitCommands(size_t endStep, bool keep, bool noWait = false);
   /// A copy step compiled as the copy kernel whose buffers this run are too large to bind.
   bool copyTooWideToBind(const Step &s, const PlanArgs &args) const;
   absl::Status nameFailure(absl::Status s, size_t endStep) const;
@@ -311,12 +311,21 @@ private:
     submitTime_ = std::chrono::steady_clock::now();
     hostSeconds_ = std::chrono::duration<double>(submitTime_ - recordStart_).count();
   }
-  absl::Status timedSubmit(VkCommandBuffer cmd) {
+  absl::Status timedSubmit(VkCommandBuffer cmd, bool noWait) {
+    if (noWait) {
+      absl::StatusOr<uint64_t> serial = device_->submitNoWait(cmd);
+      if (serial.ok())
+        noWaitSerial_ = *serial;
+      return serial.status();
+    }
     absl::Status s = device_->submitAndWait(cmd);
     waitSeconds_ +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - submitTime_).count();
     return s;
   }
+  /// The serial of this plan's last submission made without a wait (VulkanDevice::
+  /// submitNoWait); its next run waits for it before touching its words or command buffer.
+  uint64_t noWaitSerial_ = 0;
 };
 
 bool VulkanPlanImpl::copyTooWideToBind(const Step &s, const PlanArgs &args) const {
@@ -381,7 +390,7 @@ absl::Status VulkanPlanImpl::nameFailure(absl::Status s, size_t endStep) const {
                                    stepName(endStep - 1), ") failed: ", s.message()));
 }
 
-absl::Status VulkanPlanImpl::submitCommands(size_t endStep, bool keep) {
+absl::Status VulkanPlanImpl::submitCommands(size_t endStep, bool keep, bool noWait) {
   absl::Status s;
   ++submissions_;
   if (keep && replayCmd_ != VK_NULL_HANDLE &&
@@ -389,13 +398,19 @@ absl::Status VulkanPlanImpl::submitCommands(size_t endStep, bool keep) {
       push_ == replayPush_) {
     ++replays_;
     markSubmit();
-    s = timedSubmit(replayCmd_);
+    s = timedSubmit(replayCmd_, noWait);
     if (!s.ok()) {
       device_->freeCommands(std::exchange(replayCmd_, VK_NULL_HANDLE));
       replayCommands_.clear();
     }
   } else {
     ++recordings_;
+    // The recording kept for replay is replaced: freed before this submission, which may not
+    // wait (freeing waits for every submission that may be running).
+    if (keep) {
+      device_->freeCommands(std::exchange(replayCmd_, VK_NULL_HANDLE));
+      replayCommands_.clear();
+    }
     absl::StatusOr<VkCommandBuffer> cmd = device_->beginCommands(/*oneShot=*/!keep);
     s = cmd.status();
     if (s.ok()) {
@@ -403,9 +418,9 @@ absl::Status VulkanPlanImpl::submitCommands(size_t endStep, bool keep) {
       s = vkStatus(vkEndCommandBuffer(*cmd), "vkEndCommandBuffer");
       markSubmit();
       if (s.ok())
-        s = timedSubmit(*cmd);
+        s = timedSubmit(*cmd, noWait);
       if (s.ok() && keep) {
-        device_->freeCommands(std::exchange(replayCmd_, *cmd));
+        replayCmd_ = *cmd;
         replayCommands_.swap(commands_);
         replayPush_.swap(push_);
         replayGeneration_ = device_->descriptors().generation();
@@ -672,6 +687,10 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
   if (args.slotDevice.size() < numSlots_)
     return absl::FailedPreconditionError(
         "vulkan plan: the buffers are not in Vulkan device memory (no slotDevice references)");
+  // This plan's last run may still be running (an overlapped flush): its words, scratch and
+  // command buffer are this run's.
+  if (noWaitSerial_ && device_->mayBeRunning(noWaitSerial_))
+    SINTER_RETURN_IF_ERROR(device_->drain());
   layoutConversions_ = layoutBytes_ = 0;
   layoutSeconds_ = 0;
   SINTER_RETURN_IF_ERROR(prepareLayouts(args));
@@ -801,13 +820,20 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
   StagingSpan readSpan = recordReadback(args);
   // No exit barrier: every later command buffer starts with the entry barrier. A split flush
   // (or one that zeroed the attention scratch) is not kept: the next run's commands differ.
-  SINTER_RETURN_IF_ERROR(submitCommands(steps_.size(), replay_ && !split && !zeroAttention));
+  // An overlapped flush (PlanArgs::mayFinishLater) returns right after its submission when
+  // nothing of the run must outlive it on the host: a command buffer kept for replay, no
+  // staging (uploads, staged words, a read-back), no buffers to retire. Its timestamps are
+  // not read (SINTER_STATS=1 prints the kernel times of complete flushes only).
+  const bool keep = replay_ && !split && !zeroAttention;
+  const bool noWait = args.mayFinishLater && keep && !readSpan.data && retired_.empty() &&
+                      device_->staging().remaining() == device_->staging().capacity();
+  SINTER_RETURN_IF_ERROR(submitCommands(steps_.size(), keep, noWait));
   if (readSpan.data) { // the ring was reset after the wait, not overwritten: nothing runs now
     std::memcpy(args.readback->out.data(), readSpan.data, args.readback->out.size());
     args.readback->done = true;
   }
   descriptors.trim();
-  if (timed_)
+  if (timed_ && !noWait)
     collectTimes(dispatchSteps, hostSeconds_);
   {
     absl::MutexLock lock(&shared_->mu);

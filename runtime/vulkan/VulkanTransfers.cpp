@@ -40,8 +40,10 @@ absl::StatusOr<BufferRef> VulkanDevice::createBuffer(uint64_t bytes) {
 }
 
 void VulkanDevice::freeBuffer(const BufferRef &ref) {
-  if (ref.allocation != 0)
-    memory_->free(ref);
+  if (ref.allocation == 0)
+    return;
+  (void)drain(); // a failure marks the device lost: the next submission reports it
+  memory_->free(ref);
 }
 
 void VulkanDevice::injectSubmitFaultForTesting(VkResult result) {
@@ -76,13 +78,67 @@ absl::Status VulkanDevice::submitAndWait(VkCommandBuffer cmd) {
     ++queueSubmissions_;
     if (r == VK_SUCCESS) {
       what = "vulkan: vkWaitForFences";
-      r = waitForFence();
-      vkResetFences(device_, 1, &fence_);
+      r = finishWithFence();
     }
   }
   if (r == VK_ERROR_DEVICE_LOST)
     lost_ = true;
   return vkStatus(r, what);
+}
+
+VkResult VulkanDevice::finishWithFence() {
+  VkResult r = waitForFence();
+  vkResetFences(device_, 1, &fence_);
+  if (r == VK_SUCCESS)
+    finishedSerial_ = noWaitSerial_;
+  return r;
+}
+
+absl::StatusOr<uint64_t> VulkanDevice::submitNoWait(VkCommandBuffer cmd) {
+  absl::MutexLock lock(&submitMutex_);
+  if (lost_)
+    return absl::UnavailableError("vulkan: the device was lost earlier; recreate the backend");
+  VkResult r = injectedFault_ != VK_SUCCESS ? injectedFault_
+                                            : VkResult(runtime::fault::injectedSubmitResult());
+  injectedFault_ = VK_SUCCESS;
+  const char *what = "vulkan: queue submission (injected fault)";
+  if (r == VK_SUCCESS) {
+    what = "vulkan: vkQueueSubmit";
+    auto info = vkStruct<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
+    info.commandBufferCount = 1;
+    info.pCommandBuffers = &cmd;
+    r = vkQueueSubmit(queue_, 1, &info, VK_NULL_HANDLE);
+    ++queueSubmissions_;
+  }
+  if (r == VK_ERROR_DEVICE_LOST)
+    lost_ = true;
+  SINTER_RETURN_IF_ERROR(vkStatus(r, what));
+  return ++noWaitSerial_;
+}
+
+bool VulkanDevice::mayBeRunning(uint64_t serial) const {
+  absl::MutexLock lock(&submitMutex_);
+  return serial > finishedSerial_;
+}
+
+uint64_t VulkanDevice::noWaitSubmissions() const {
+  absl::MutexLock lock(&submitMutex_);
+  return noWaitSerial_;
+}
+
+absl::Status VulkanDevice::drain() {
+  absl::MutexLock lock(&submitMutex_);
+  if (finishedSerial_ == noWaitSerial_)
+    return absl::OkStatus();
+  if (lost_)
+    return absl::UnavailableError("vulkan: the device was lost earlier; recreate the backend");
+  // No command buffers: the fence signals once everything submitted before it has finished.
+  VkResult r = vkQueueSubmit(queue_, 0, nullptr, fence_);
+  if (r == VK_SUCCESS)
+    r = finishWithFence();
+  if (r == VK_ERROR_DEVICE_LOST)
+    lost_ = true;
+  return vkStatus(r, "vulkan: waiting for submissions made without a wait");
 }
 
 VkResult VulkanDevice::waitForFence() {
@@ -133,8 +189,10 @@ absl::Status VulkanDevice::endOneShot(VkCommandBuffer cmd) {
 }
 
 void VulkanDevice::freeCommands(VkCommandBuffer cmd) {
-  if (cmd != VK_NULL_HANDLE)
-    vkFreeCommandBuffers(device_, commandPool_, 1, &cmd);
+  if (cmd == VK_NULL_HANDLE)
+    return;
+  (void)drain(); // the command buffer may be pending
+  vkFreeCommandBuffers(device_, commandPool_, 1, &cmd);
 }
 
 static absl::Status checkRange(const BufferRef &ref, uint64_t offset, uint64_t bytes,

@@ -230,6 +230,51 @@ TEST(LazyBackendTest, DecodeLoopCompilesTwiceThenHits) {
   EXPECT_GT(lazy.stats().readSeconds, 0.0);
 }
 
+// overlapCalls: an add that leaves that many calls pending flushes them (Trace::segment counts
+// the pieces since the last complete flush). Pieces of one token that look alike keep a plan
+// each (segment is in the key), the next token hits all of them, results are the reference's,
+// and a freed buffer the pieces read is released at the complete flush, not before.
+TEST(LazyBackendTest, OverlapFlushesAtAddsAndKeysThePiecesApart) {
+  LazyBackendOptions options;
+  options.overlapCalls = 2;
+  std::vector<uint32_t> segments;
+  options.onFlush = [&](const Trace &t, absl::Span<const BufferHandle>) {
+    segments.push_back(t.segment);
+  };
+  LazyBackend lazy(std::move(options));
+  BufferHandle a = upload(lazy, {1, 2}), b = upload(lazy, {3, 4});
+  BufferHandle x = *lazy.allocate(8);
+  for (int token = 0; token < 2; ++token) {
+    segments.clear();
+    const float zero[2] = {0, 0};
+    ASSERT_TRUE(lazy.copyToDevice({reinterpret_cast<const uint8_t *>(zero), 8}, x).ok());
+    BufferHandle d = upload(lazy, {1, 1});
+    for (int layer = 0; layer < 3; ++layer) { // three alike pieces: mul then add
+      ASSERT_TRUE(lazy.elementMul(a, d, a, 2).ok());
+      ASSERT_TRUE(lazy.add(x, a, x, 2).ok()); // 2 pending: flushed
+      EXPECT_EQ(lazy.pendingEntries(), 0u);
+    }
+    ASSERT_TRUE(lazy.free(d).ok());         // not in the pending (empty) trace: released now
+    ASSERT_TRUE(lazy.add(x, b, x, 2).ok()); // 1 pending: no flush
+    EXPECT_EQ(lazy.pendingEntries(), 1u);
+    EXPECT_EQ(download(lazy, x, 2), (std::vector<float>{6, 10}));
+    EXPECT_EQ(segments, (std::vector<uint32_t>{0, 1, 2, 3})) << "token " << token;
+  }
+  LazyStats stats = lazy.stats();
+  EXPECT_EQ(stats.overlapFlushes, 6u);
+  EXPECT_EQ(stats.cache.newStructures, 4u) << "three alike pieces and the last: a plan each";
+  EXPECT_EQ(stats.cache.hits, 4u) << "the second token hits every piece";
+  // The same trace with overlap off is one flush of its own structure.
+  LazyBackend plain;
+  BufferHandle p = upload(plain, {1, 2});
+  BufferHandle q = *plain.allocate(8);
+  for (int layer = 0; layer < 3; ++layer)
+    ASSERT_TRUE(plain.add(q, p, q, 2).ok());
+  EXPECT_EQ(plain.pendingEntries(), 3u);
+  EXPECT_EQ(download(plain, q, 2), (std::vector<float>{3, 6}));
+  EXPECT_EQ(plain.stats().overlapFlushes, 0u);
+}
+
 TEST(LazyBackendTest, SameStructureOnOtherBuffersIsAHit) {
   LazyBackend lazy;
   for (int i = 0; i < 3; ++i) {

@@ -84,6 +84,9 @@ protected:
     return o;
   }
 
+  /// make()'s VulkanBackendOptions::overlapCalls.
+  size_t overlap_ = 0;
+
   ComputeBackend &make(bool fusion = false, uint64_t memoryLimit = 0, bool eager = false,
                        bool replay = true) {
     BackendOptions options;
@@ -97,6 +100,7 @@ protected:
     vulkan.stats = stats_;
     vulkan.logFallbacks = false;
     vulkan.replay = replay;
+    vulkan.overlapCalls = overlap_;
     auto backend = createVulkanBackend(options, vulkan);
     EXPECT_TRUE(backend.ok()) << backend.status();
     backend_ = std::move(backend).value();
@@ -534,6 +538,57 @@ TEST_F(VulkanBackendTest, EagerModeRunsAndWaitsForEveryCall) {
 // bytes out (a decode step's logits: one submission a token, not two), and the same read every
 // flush keeps the command buffer replayed. A read of a buffer no pending work touches, and a
 // read of part of a buffer, come back right too.
+// Overlapped flushes (LazyBackendOptions::overlapCalls): an add that leaves 2 calls pending
+// flushes them without waiting for the device, and everything after must still see that work
+// done: the next flush's kernels, a read, a write of a buffer the running work reads (it lands
+// after the reads), and a free of a buffer it reads (its bytes stay until the work is done).
+// Under the validation layer, which reports a command buffer freed or submitted again while
+// pending and a descriptor pool reset under work in flight.
+TEST_F(VulkanBackendTest, OverlappedFlushesReturnBeforeTheDeviceAndOrderWhatFollows) {
+  overlap_ = 2;
+  ComputeBackend &b = make();
+  auto &lazy = dynamic_cast<runtime::LazyBackend &>(b);
+  const uint32_t n = 5000;
+  std::vector<float> a = random(n, 41), c = random(n, 42);
+  BufferHandle ha = buffer(b, a), hc = buffer(b, c);
+  BufferHandle x = b.allocate(n * 4).value(), y = b.allocate(n * 4).value();
+  BufferHandle z = b.allocate(n * 4).value(), w = b.allocate(n * 4).value();
+  const uint64_t noWaitBefore = device_->noWaitSubmissions();
+  for (int iter = 0; iter < 4; ++iter) {
+    BufferHandle hd = buffer(b, c); // freed below while the overlapped flush reads it
+    const uint64_t overlapsBefore = lazy.stats().overlapFlushes;
+    ASSERT_TRUE(b.add(ha, hc, x, n).ok());       // 1 pending: no flush
+    ASSERT_TRUE(b.elementMul(x, hd, y, n).ok()); // 2
+    ASSERT_TRUE(b.add(y, ha, z, n).ok());        // 3 pending after an add: flushed, not waited for
+    EXPECT_EQ(lazy.pendingEntries(), 0u) << "iteration " << iter;
+    EXPECT_EQ(lazy.stats().overlapFlushes - overlapsBefore, 1u) << "iteration " << iter;
+    // The running work reads a and d: write a, free d.
+    std::vector<float> aOld = a;
+    a[iter] += 1000.0f;
+    ASSERT_TRUE(b.copyToDevice(runtime::vulkan::test::asBytes(a), ha).ok());
+    ASSERT_TRUE(b.free(hd).ok());
+    ASSERT_TRUE(b.elementMul(z, hc, w, n).ok()); // 1 pending: a complete flush at the read
+    std::vector<float> gotW = read(b, w, n), gotZ = read(b, z, n);
+    for (uint32_t i = 0; i < n; ++i) {
+      const float zi = (aOld[i] + c[i]) * c[i] + aOld[i];
+      ASSERT_EQ(gotZ[i], zi) << "z at " << i << ", iteration " << iter;
+      ASSERT_EQ(gotW[i], zi * c[i]) << "w at " << i << ", iteration " << iter;
+    }
+    ASSERT_TRUE(b.synchronize().ok());
+  }
+  // The overlapped pieces ran without a wait (the first of them too: its recording is kept).
+  EXPECT_EQ(device_->noWaitSubmissions() - noWaitBefore, 4u);
+  EXPECT_GE(stats_->get().replays, 3u) << "each piece replays its command buffer";
+  // Nothing pending and an overlapped flush last: synchronize waits for it.
+  ASSERT_TRUE(b.add(ha, hc, x, n).ok());
+  ASSERT_TRUE(b.add(x, hc, y, n).ok());
+  EXPECT_EQ(lazy.pendingEntries(), 0u);
+  ASSERT_TRUE(b.synchronize().ok());
+  std::vector<float> gotY = read(b, y, n);
+  for (uint32_t i = 0; i < n; ++i)
+    ASSERT_EQ(gotY[i], (a[i] + c[i]) + c[i]) << "y at " << i;
+}
+
 TEST_F(VulkanBackendTest, AReadOfPendingWorkComesBackInTheFlushSubmission) {
   ComputeBackend &b = make();
   auto &lazy = dynamic_cast<runtime::LazyBackend &>(b);

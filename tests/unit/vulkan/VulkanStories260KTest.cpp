@@ -11,6 +11,7 @@
 
 #include "VulkanTestUtil.h"
 #include "backends/VulkanBackend.h"
+#include "runtime/LazyBackend.h"
 #include "tools/model/Decoder.h"
 #include "tools/model/Llama2cLoader.h"
 #include "tools/model/Sampler.h"
@@ -101,6 +102,55 @@ TEST_P(VulkanStories260K, DecodesTheGolden) {
   } else {
     EXPECT_EQ(s.replays, 0u);
   }
+  runtime::vulkan::test::expectNoValidationMessages(*device);
+}
+
+// Overlapped flushes (VulkanBackendOptions::overlapCalls): every residual add that leaves 30
+// calls pending flushes them without waiting, so a token is several submissions that the device
+// runs while the engine records the rest. The same golden comes out, the pieces cut between
+// fused kernels (31 launches a token, as one flush makes), and the pieces do not wait.
+TEST(VulkanStories260KOverlap, OverlappedFlushesDecodeTheGolden) {
+  if (!haveSpirvCodegen())
+    GTEST_SKIP() << "the SPIR-V code generator is not in this build";
+  auto weights = model::loadLlama2c(modelPath());
+  if (!weights.ok())
+    GTEST_SKIP() << "stories260K.bin not loadable at " << modelPath()
+                 << " (needs ../shared): " << weights.status();
+  std::shared_ptr<runtime::vulkan::VulkanDevice> device = runtime::vulkan::test::makeDevice();
+  if (!device)
+    GTEST_SKIP() << "no Vulkan device on this machine";
+  BackendOptions options;
+  options.kind = "vulkan";
+  options.fusion = true;
+  VulkanBackendOptions vulkan;
+  vulkan.device = device;
+  vulkan.stats = std::make_shared<runtime::vulkan::VulkanStatsSink>();
+  vulkan.logFallbacks = false;
+  vulkan.overlapCalls = 30;
+  auto backend = createVulkanBackend(options, vulkan);
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  auto &lazy = dynamic_cast<runtime::LazyBackend &>(**backend);
+  auto decoder = model::Decoder::create(**backend, *weights);
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  model::Sampler greedy({});
+  const uint32_t prompt[] = {1};
+  const uint64_t runsBefore = vulkan.stats->get().runs;
+  const uint64_t noWaitBefore = device->noWaitSubmissions();
+  const uint64_t overlapsBefore = lazy.stats().overlapFlushes;
+  auto tokens = model::generate(**decoder, prompt, uint32_t(kGolden.size()), greedy, 1u);
+  ASSERT_TRUE(tokens.ok()) << tokens.status();
+  EXPECT_EQ(*tokens, kGolden);
+  runtime::vulkan::VulkanCompilerStats s = vulkan.stats->get();
+  const uint64_t overlaps = lazy.stats().overlapFlushes - overlapsBefore;
+  // stories260K's layers are about 40 calls: a piece every layer, the last one with the logits.
+  EXPECT_EQ(overlaps, 5u * kGolden.size());
+  EXPECT_EQ(s.runs - runsBefore, overlaps + kGolden.size());
+  // All but the first two tokens' pieces (compiled, the second time with the position as a
+  // parameter; a new plan zeroes attention's scratch first) run without a wait.
+  EXPECT_GE(device->noWaitSubmissions() - noWaitBefore, overlaps - 10u);
+  EXPECT_EQ(s.fusedFallbacks, 0u);
+  EXPECT_EQ(s.fusedDispatches, 31u * kGolden.size()) << "the pieces cut between fused kernels";
+  EXPECT_LE(s.plans, 16u) << "a plan a piece, then replayed";
   runtime::vulkan::test::expectNoValidationMessages(*device);
 }
 

@@ -200,6 +200,7 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> createVulkanBackend(const Backen
 
   runtime::LazyBackendOptions lazy;
   lazy.overlapCalls = vulkan.overlapCalls;
+  lazy.overlapGrowth = vulkan.overlapGrowth;
   auto store =
       std::make_unique<runtime::vulkan::VulkanBufferStore>(device, options.memoryLimitBytes);
   store->setWeightLayouts(compilerOptions.weightLayouts);

@@ -39,6 +39,8 @@ struct VulkanBackendOptions {
   /// LazyBackendOptions::overlapCalls (SINTER_OVERLAP overrides): flush early without waiting
   /// after an add that leaves this many calls pending, so the device overlaps the recording.
   size_t overlapCalls = 0;
+  /// LazyBackendOptions::overlapGrowth (SINTER_OVERLAP_GROWTH overrides).
+  size_t overlapGrowth = 8;
 };
 
 /// True when this build has the SPIR-V code generator (codegen/spirv).

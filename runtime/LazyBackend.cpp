@@ -31,6 +31,9 @@ LazyBackendOptions withEnvironment(LazyBackendOptions options) {
   size_t overlap;
   if (const char *s = std::getenv("SINTER_OVERLAP"); s && absl::SimpleAtoi(s, &overlap))
     options.overlapCalls = overlap;
+  if (const char *s = std::getenv("SINTER_OVERLAP_GROWTH");
+      s && absl::SimpleAtoi(s, &overlap) && overlap)
+    options.overlapGrowth = overlap;
   if (!options.compiler)
     options.compiler = std::make_unique<InterpreterCompiler>();
   if (!options.store)
@@ -166,7 +169,7 @@ absl::Status LazyBackend::submit(const OpCall &op) {
     entry.op.buffers[i] = Trace::handleOfSlot(slotOf(op.buffers[i], *k[i]));
   ++stats_.callsRecorded;
   if (options_.overlapCalls && op.kind == OpKind::Add &&
-      trace_.entries.size() >= options_.overlapCalls) {
+      trace_.entries.size() >= overlapThreshold()) {
     ++stats_.overlapFlushes;
     (void)flushLocked("overlap", nullptr, /*overlap=*/true); // a failure waits for the next sync
   }
@@ -242,6 +245,14 @@ void LazyBackend::releasePendingFrees() {
     (void)memory_->release(h);
   }
   pendingFrees_.clear();
+}
+
+size_t LazyBackend::overlapThreshold() const {
+  size_t calls = options_.overlapCalls;
+  const size_t growth = std::max<size_t>(options_.overlapGrowth, 1);
+  for (uint32_t i = 0; i < segment_ && calls < options_.maxTraceEntries; ++i)
+    calls *= growth;
+  return calls;
 }
 
 absl::Status LazyBackend::flushLocked(const char *why, PlanReadback *readback, bool overlap) {

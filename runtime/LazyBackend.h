@@ -125,6 +125,11 @@ struct LazyBackendOptions {
   /// pieces of a token are keyed by their place in it (Trace::segment), so each keeps its own
   /// plan. 0 (the default): flush only at the flush points.
   size_t overlapCalls = 0;
+  /// Each piece of a token waits for `overlapGrowth` times the calls of the one before
+  /// (overlapCalls, then overlapCalls * growth, ...; SINTER_OVERLAP_GROWTH overrides): the
+  /// first piece starts the device early, and the later ones are long enough for the device to
+  /// run while the next is recorded, with few submissions (each costs the device a few µs).
+  size_t overlapGrowth = 8;
   /// Print one line per flush to stderr (also set by SINTER_STATS=1).
   bool printStats = false;
   /// Called at each flush, before the plan runs, with the trace and the caller's handle of each
@@ -178,6 +183,9 @@ private:
   /// The handle's slot in the pending trace, adding it on first use.
   uint32_t slotOf(BufferHandle handle, Known &k) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool inTrace(const Known &k) const ABSL_SHARED_LOCKS_REQUIRED(mu_) { return k.epoch == epoch_; }
+  /// The pending calls at which an add ends the present piece (LazyBackendOptions::overlapCalls
+  /// times overlapGrowth to the power of segment_).
+  size_t overlapThreshold() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::StatusOr<uint64_t> liveSize(BufferHandle handle) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void releasePendingFrees() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

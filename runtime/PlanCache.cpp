@@ -131,8 +131,9 @@ void PlanCache::evictIfFull() {
                               [&](const std::unique_ptr<Entry> &e) { return e.get() == victim; }));
     if (bucket.empty())
       entries_.erase(hash);
-    if (last_ == victim)
-      last_ = nullptr;
+    for (Entry *&last : last_)
+      if (last == victim)
+        last = nullptr;
     ++stats_.evictions;
   }
 }
@@ -148,8 +149,9 @@ absl::StatusOr<PlanCache::Lookup> PlanCache::lookup(const Trace &trace) {
   std::vector<IntSlot> changed;
   Entry *entry = nullptr;
   uint64_t hash = 0;
-  if (last_ && matches(*last_, trace, &changed)) {
-    entry = last_;
+  Entry *last = trace.segment < kLastSegments ? last_[trace.segment] : nullptr;
+  if (last && matches(*last, trace, &changed)) {
+    entry = last;
     hash = entry->hash;
   } else {
     hash = structuralHash(trace);
@@ -202,7 +204,8 @@ absl::StatusOr<PlanCache::Lookup> PlanCache::lookup(const Trace &trace) {
     result.hit = true;
   }
   touch(entry);
-  last_ = entry;
+  if (trace.segment < kLastSegments)
+    last_[trace.segment] = entry;
   result.plan = entry->plan.get();
   result.params.reserve(entry->params.size());
   for (IntSlot p : entry->params)

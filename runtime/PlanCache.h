@@ -9,6 +9,7 @@
 #ifndef SINTER_RUNTIME_PLANCACHE_H
 #define SINTER_RUNTIME_PLANCACHE_H
 
+#include <array>
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -73,9 +74,11 @@ private:
   size_t capacity_;
   absl::flat_hash_map<uint64_t, std::vector<std::unique_ptr<Entry>>> entries_;
   std::list<Entry *> lru_; ///< most recently used first
-  /// The entry of the last lookup, compared first: a decode loop flushes one structure again
-  /// and again, and that comparison needs no hash of the trace.
-  Entry *last_ = nullptr;
+  /// The entry of the last lookup of each Trace::segment, compared first: a decode loop flushes
+  /// the same structures again and again, and that comparison needs no hash of the trace.
+  /// Segments from kLastSegments on are always hashed.
+  static constexpr size_t kLastSegments = 32;
+  std::array<Entry *, kLastSegments> last_{};
   PlanCacheStats stats_;
 };
 

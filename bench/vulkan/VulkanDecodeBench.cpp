@@ -190,20 +190,24 @@ void BM_VulkanAddBandwidth(benchmark::State &state) {
     (void)(*backend)->free(h);
 }
 
-enum class Mode { Fused, FusedTiled, FusedRecord, FusedPairsOff, Unfused, Eager };
+enum class Mode { Fused, FusedOverlap, FusedRecord, FusedPairsOff, Unfused, Eager };
 
 void BM_VulkanDecode(benchmark::State &state, std::string preset, Mode mode) {
   const model::ModelWeights &weights = weightsOf(preset);
   BackendOptions options;
   options.kind = "vulkan";
-  options.fusion = mode == Mode::Fused || mode == Mode::FusedTiled || mode == Mode::FusedRecord ||
+  options.fusion = mode == Mode::Fused || mode == Mode::FusedOverlap || mode == Mode::FusedRecord ||
                    mode == Mode::FusedPairsOff;
   options.eager = mode == Mode::Eager;
   VulkanBackendOptions vulkan;
   vulkan.replay = mode != Mode::FusedRecord;
-  // fused_tiled: Q4_0 weights in the tiled layout (runtime/vulkan/WeightLayouts.h), laid out in
-  // the warm-up; tiled_per_token says whether the products read it (SINTER_VK_TILED overrides).
-  vulkan.tiledWeights = mode == Mode::FusedTiled;
+  // fused_overlap: overlapped flushes (LazyBackendOptions::overlapCalls; SINTER_OVERLAP and
+  // SINTER_OVERLAP_GROWTH override, for every row): the first piece of a token at the first add
+  // after 100 calls, each later one 8 times longer; overlap_flushes_per_token counts them.
+  if (mode == Mode::FusedOverlap) {
+    vulkan.overlapCalls = 100;
+    vulkan.overlapGrowth = 8;
+  }
   vulkan.stats = std::make_shared<runtime::vulkan::VulkanStatsSink>();
   // The backend's device, made here so that every queue submission counts (the logits' read
   // included: queue_submits_per_token).
@@ -276,6 +280,8 @@ void BM_VulkanDecode(benchmark::State &state, std::string preset, Mode mode) {
   state.counters["barriers_per_token"] = double(vkAfter.barriers - vkBefore.barriers) / tokens;
   state.counters["kernel_ms"] = (vkAfter.kernelSeconds - vkBefore.kernelSeconds) * 1e3 / tokens;
   state.counters["plan_misses"] = double(after.cache.misses - before.cache.misses);
+  state.counters["overlap_flushes_per_token"] =
+      double(after.overlapFlushes - before.overlapFlushes) / tokens;
   state.counters["replays_per_token"] = double(vkAfter.replays - vkBefore.replays) / tokens;
   // Products reading tiled weights (SINTER_VK_TILED=1), and conversions inside the timed loop
   // (0 once the weights are laid out in the warm-up).
@@ -319,7 +325,7 @@ void registerAll() {
   for (absl::string_view p : absl::StrSplit(presets, ',', absl::SkipEmpty())) {
     std::string preset(p);
     for (auto [mode, name] :
-         {std::pair{Mode::Fused, "fused"}, std::pair{Mode::FusedTiled, "fused_tiled"},
+         {std::pair{Mode::Fused, "fused"}, std::pair{Mode::FusedOverlap, "fused_overlap"},
           std::pair{Mode::FusedRecord, "fused_record_every_flush"},
           std::pair{Mode::FusedPairsOff, "fused_pairs_off"}, std::pair{Mode::Unfused, "unfused"},
           std::pair{Mode::Eager, "eager"}}) {

@@ -237,6 +237,7 @@ TEST(LazyBackendTest, DecodeLoopCompilesTwiceThenHits) {
 TEST(LazyBackendTest, OverlapFlushesAtAddsAndKeysThePiecesApart) {
   LazyBackendOptions options;
   options.overlapCalls = 2;
+  options.overlapGrowth = 1;
   std::vector<uint32_t> segments;
   options.onFlush = [&](const Trace &t, absl::Span<const BufferHandle>) {
     segments.push_back(t.segment);
@@ -273,6 +274,29 @@ TEST(LazyBackendTest, OverlapFlushesAtAddsAndKeysThePiecesApart) {
   EXPECT_EQ(plain.pendingEntries(), 3u);
   EXPECT_EQ(download(plain, q, 2), (std::vector<float>{3, 6}));
   EXPECT_EQ(plain.stats().overlapFlushes, 0u);
+}
+
+// overlapGrowth: each piece waits for `growth` times the calls of the one before (2, 4, 8 with
+// overlapCalls 2 and growth 2), and a complete flush starts over.
+TEST(LazyBackendTest, OverlapPiecesGrowByTheGrowthFactor) {
+  LazyBackendOptions options;
+  options.overlapCalls = 2;
+  options.overlapGrowth = 2;
+  std::vector<size_t> sizes;
+  options.onFlush = [&](const Trace &t, absl::Span<const BufferHandle>) {
+    sizes.push_back(t.entries.size());
+  };
+  LazyBackend lazy(std::move(options));
+  BufferHandle a = upload(lazy, {1});
+  for (int token = 0; token < 2; ++token) {
+    sizes.clear();
+    for (int i = 0; i < 15; ++i)
+      ASSERT_TRUE(lazy.add(a, a, a, 1).ok());
+    ASSERT_TRUE(lazy.synchronize().ok());
+    EXPECT_EQ(sizes, (std::vector<size_t>{2, 4, 8, 1})) << "token " << token;
+  }
+  EXPECT_EQ(download(lazy, a, 1), (std::vector<float>{1u << 30}));
+  EXPECT_EQ(lazy.stats().overlapFlushes, 6u);
 }
 
 TEST(LazyBackendTest, SameStructureOnOtherBuffersIsAHit) {

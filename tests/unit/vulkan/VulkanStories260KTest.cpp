@@ -127,6 +127,7 @@ TEST(VulkanStories260KOverlap, OverlappedFlushesDecodeTheGolden) {
   vulkan.stats = std::make_shared<runtime::vulkan::VulkanStatsSink>();
   vulkan.logFallbacks = false;
   vulkan.overlapCalls = 30;
+  vulkan.overlapGrowth = 1; // every piece 30 calls or more: a piece a layer
   auto backend = createVulkanBackend(options, vulkan);
   ASSERT_TRUE(backend.ok()) << backend.status();
   auto &lazy = dynamic_cast<runtime::LazyBackend &>(**backend);

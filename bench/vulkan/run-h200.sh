@@ -263,7 +263,8 @@ if os.path.exists(bench):
                "tokens_per_s", "GB_per_s", "hbm_fraction", "MB_per_token", "kernels_per_token",
                "dispatches_per_token", "submits_per_token", "barriers_per_token", "kernel_ms",
                "copy_GB_per_s", "add_GB_per_s",
-               "plan_misses", "replays_per_token", "host_us_per_token")}
+               "plan_misses", "replays_per_token", "host_us_per_token", "queue_submits_per_token",
+               "overlap_flushes_per_token", "wait_us_per_token", "outside_wait_us_per_token")}
         summary["bench"].append(row)
 kernels = os.path.join(out, "kernels.json")
 if os.path.exists(kernels):

@@ -113,12 +113,6 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps, bool paramsInBuf
       target.qmatmulGroups = v;
     else if (kv.first == "wgrows")
       target.qmatmulWorkgroupRows = v;
-    else if (kv.first == "trows")
-      target.qmatmulTiledRows = v;
-    else if (kv.first == "twg")
-      target.qmatmulTiledWorkgroup = v;
-    else if (kv.first == "tper")
-      target.qmatmulTiledRowsPerInvocation = v;
     else if (kv.first == "attnwg")
       target.attentionWorkgroup = v;
     else if (kv.first == "attnsplit")
@@ -185,11 +179,6 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> createVulkanBackend(const Backen
   compilerOptions.siblingProducts = !turnedOffByEnv("pairs");
   compilerOptions.stackedProducts = !turnedOffByEnv("stack");
   compilerOptions.elideDeadScores = !turnedOffByEnv("deadscores");
-  bool tiled = vulkan.tiledWeights;
-  if (const char *env = std::getenv("SINTER_VK_TILED"); env && *env)
-    tiled = std::strcmp(env, "0") != 0;
-  if (tiled)
-    compilerOptions.weightLayouts = std::make_shared<runtime::vulkan::WeightLayouts>(device);
   const char *stats = std::getenv("SINTER_STATS");
   compilerOptions.printKernelTimes = stats && *stats && std::strcmp(stats, "0") != 0;
   VulkanKernelBuilder builder = vulkan.builder
@@ -203,7 +192,6 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> createVulkanBackend(const Backen
   lazy.overlapGrowth = vulkan.overlapGrowth;
   auto store =
       std::make_unique<runtime::vulkan::VulkanBufferStore>(device, options.memoryLimitBytes);
-  store->setWeightLayouts(compilerOptions.weightLayouts);
   lazy.store = std::move(store);
   if (options.fusion && !options.eager) {
     lazy.name = "sinter-vulkan";

@@ -33,9 +33,6 @@ struct VulkanBackendOptions {
   /// (the generated kernels then read their integers from a parameter buffer, not push
   /// constants); false records every flush. SINTER_VK_REPLAY=0 makes it false.
   bool replay = true;
-  /// Q4_0 products read W in the tiled layout, the buffers converted in place where a plan
-  /// uses them only so (runtime/vulkan/WeightLayouts.h). SINTER_VK_TILED=1 / =0 overrides it.
-  bool tiledWeights = false;
   /// LazyBackendOptions::overlapCalls (SINTER_OVERLAP overrides): flush early without waiting
   /// after an add that leaves this many calls pending, so the device overlaps the recording.
   size_t overlapCalls = 0;

@@ -77,7 +77,6 @@ std::string KernelSpec::key() const {
   k.push_back(injectFailure ? 1 : 0);
   k.push_back(attentionOverHeads ? 1 : 0);
   k.push_back(stackedProducts ? 1 : 0);
-  k.push_back(tiledWeights ? 1 : 0);
   k.append(reinterpret_cast<const char *>(&unstoredOutputs), sizeof(unstoredOutputs));
   k.append(reinterpret_cast<const char *>(&rowsHint), sizeof(rowsHint));
   k.append(reinterpret_cast<const char *>(&earlyInputs), sizeof(earlyInputs));
@@ -115,7 +114,6 @@ KernelSpec segmentSpec(const KernelSpec &spec, const StackedSegment &seg) {
   const bool first = seg.product == &spec.anchor;
   one.unstoredOutputs = first ? spec.unstoredOutputs : (spec.prologue.empty() ? 0u : 1u);
   one.rowsHint = spec.rowsHint;
-  one.tiledWeights = spec.tiledWeights;
   return one;
 }
 
@@ -143,8 +141,6 @@ std::string KernelSpec::name() const {
     absl::StrAppend(&n, "_heads");
   if (stackedProducts)
     absl::StrAppend(&n, "_stacked");
-  if (tiledWeights)
-    absl::StrAppend(&n, "_tiled");
   if (!prologue.empty())
     n = absl::StrCat(opInfo(prologue[0].kind).name, "_", n);
   if (unstoredOutputs != 0)

@@ -74,11 +74,6 @@ struct KernelSpec {
   /// before it writes (the runtime checks the slots), so the kernel may load that input before
   /// it computes the product (the residual's load off the end of the critical path).
   uint32_t earlyInputs = 0;
-  /// quantized_matmul Q4_0: the anchor's W is bound in the tiled layout of
-  /// codegen/TiledWeights.h (rows in tiles of 32, each block's 16 bytes of quants apart from its
-  /// scale), not GGUF's. The runtime sets it where it binds a tiled copy of the weights; a spec
-  /// the tiled schedule cannot build is refused (never read as GGUF blocks).
-  bool tiledWeights = false;
 
   /// A byte string that is equal for two specs exactly when they compile to the same code.
   std::string key() const;

@@ -283,12 +283,6 @@ void BM_VulkanDecode(benchmark::State &state, std::string preset, Mode mode) {
   state.counters["overlap_flushes_per_token"] =
       double(after.overlapFlushes - before.overlapFlushes) / tokens;
   state.counters["replays_per_token"] = double(vkAfter.replays - vkBefore.replays) / tokens;
-  // Products reading tiled weights (SINTER_VK_TILED=1), and conversions inside the timed loop
-  // (0 once the weights are laid out in the warm-up).
-  state.counters["tiled_per_token"] =
-      double(vkAfter.tiledDispatches - vkBefore.tiledDispatches) / tokens;
-  state.counters["layout_conversions"] =
-      double(vkAfter.layoutConversions - vkBefore.layoutConversions);
   // Where a token's time goes on the host: waiting for the plans' fences, and the rest (the
   // decoder's calls, keying the trace, resolving and recording or replaying commands, the logits'
   // read-back); with timestamps also the time before the submission.

@@ -10,10 +10,8 @@
 // launch i writes output i % 3 (no barrier inside a group of three, like Q, K and V); per launch:
 // device microseconds (timestamps: the flush's first start to last end over its launches) and
 // weight bytes per device second, beside the wall time and the host's recording time per launch.
-// BM_VulkanQMatmulLayout/ROWS/COLS/TILED: the generated Q4_0 kernel dispatched directly (no
-// backend), on GGUF weights (TILED 0) or the same kernel schedule's tiled-weights variant
-// (TILED 1, codegen/TiledWeights.h), each launch reading the next of enough weight buffers to be
-// past the L2 cache and waiting for the one before (a barrier): microseconds a step from the
+// BM_VulkanQMatmulDirect/ROWS/COLS: the generated Q4_0 kernel dispatched directly (no backend),
+// each launch reading the next of enough weight buffers to be past the L2 cache and waiting for the one before (a barrier): microseconds a step from the
 // slope between 64 and 512 steps in one submission, and weight bytes per second of that.
 // BM_VulkanAttention/HEADS/KVHEADS/DIM/SEQ: a decode layer's attention (below).
 // SINTER_VK_QMATMUL changes the schedule (docs/ENVIRONMENT.md), so `bench/vulkan/run-h200.sh
@@ -33,7 +31,6 @@
 #include "absl/types/span.h"
 #include "backends/VulkanBackend.h"
 #include "bench/vulkan/VulkanBenchUtil.h"
-#include "codegen/TiledWeights.h"
 #include "runtime/vulkan/DescriptorCache.h"
 #include "runtime/vulkan/PipelineCache.h"
 #include "runtime/vulkan/VulkanDevice.h"
@@ -235,9 +232,8 @@ void BM_VulkanAttention(benchmark::State &state) {
   (void)be.free(*scores);
 }
 
-void BM_VulkanQMatmulLayout(benchmark::State &state) {
+void BM_VulkanQMatmulDirect(benchmark::State &state) {
   const int64_t rows = state.range(0), cols = state.range(1);
-  const bool tiled = state.range(2) != 0;
   auto device = runtime::vulkan::VulkanDevice::create();
   if (!device.ok()) {
     state.SkipWithError(std::string(device.status().message()).c_str());
@@ -252,7 +248,6 @@ void BM_VulkanQMatmulLayout(benchmark::State &state) {
                            static_cast<uint32_t>(rows), static_cast<uint32_t>(cols), DType::Q4_0);
   codegen::KernelSpec spec = codegen::singleOpSpec(op, 0);
   spec.rowsHint = static_cast<uint32_t>(rows);
-  spec.tiledWeights = tiled;
   absl::StatusOr<runtime::vulkan::VulkanKernel> kernel = build(spec);
   if (!kernel.ok()) {
     state.SkipWithError(std::string(kernel.status().message()).c_str());
@@ -267,14 +262,6 @@ void BM_VulkanQMatmulLayout(benchmark::State &state) {
   const int buffers = static_cast<int>(std::max<uint64_t>(2, (256ull << 20) / wBytes + 1));
   uint64_t seed = 7;
   std::vector<uint8_t> gguf = randomQ4_0(rows, cols, seed);
-  if (tiled) {
-    absl::StatusOr<std::vector<uint8_t>> t = codegen::tileQ4_0(gguf, rows, cols);
-    if (!t.ok()) {
-      state.SkipWithError(std::string(t.status().message()).c_str());
-      return;
-    }
-    gguf = std::move(*t);
-  }
   std::vector<runtime::vulkan::BufferRef> ws;
   std::vector<VkDescriptorSet> sets;
   std::mt19937 rng(7);
@@ -356,7 +343,7 @@ void registerAll() {
         ->Unit(benchmark::kMicrosecond)
         ->UseRealTime()
         ->MinTime(0.3);
-  // The generated kernel dispatched directly, on GGUF weights and on tiled ones, side by side.
+  // The generated kernel dispatched directly.
   for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{4096, 4096},
                                                                     {11008, 4096},
                                                                     {4096, 11008},
@@ -364,12 +351,11 @@ void registerAll() {
                                                                     {2048, 2048},
                                                                     {5632, 2048},
                                                                     {2048, 5632}})
-    for (int64_t tiled : {0, 1})
-      benchmark::RegisterBenchmark("BM_VulkanQMatmulLayout", BM_VulkanQMatmulLayout)
-          ->Args({rows, cols, tiled})
-          ->Unit(benchmark::kMillisecond)
-          ->UseRealTime()
-          ->Iterations(5);
+    benchmark::RegisterBenchmark("BM_VulkanQMatmulDirect", BM_VulkanQMatmulDirect)
+        ->Args({rows, cols})
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime()
+        ->Iterations(5);
   // The same weights every launch: from the L2 cache (a bound on what prefetching them gains).
   for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{
            {4096, 4096}, {11008, 4096}, {4096, 11008}, {2048, 2048}, {5632, 2048}, {2048, 5632}})

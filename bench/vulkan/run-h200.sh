@@ -27,7 +27,7 @@
 # SINTER_BENCH_PRESETS, SINTER_BENCH_MIN_TIME (seconds per benchmark, default 2),
 # SINTER_SWEEP_MIN_TIME (seconds per sweep row and preset, default 0.5) and
 # SINTER_VK_VALIDATION (default 0 unless the layer was packed) change what runs;
-# SINTER_TEST_FILTER (a gtest filter, e.g. '*Tiled*') runs only those tests of each binary.
+# SINTER_TEST_FILTER (a gtest filter, e.g. '*Overlap*') runs only those tests of each binary.
 set -uo pipefail
 what=${1:-all}
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -153,7 +153,7 @@ decode_rows() {
 import json, sys
 keys = ("tokens_per_s", "between_flushes_us_per_token", "lookup_us_per_token", "run_us_per_token",
         "wait_us_per_token", "outside_wait_us_per_token", "dispatches_per_token",
-        "queue_submits_per_token", "tiled_per_token", "layout_conversions")
+        "queue_submits_per_token", "overlap_flushes_per_token")
 for b in json.load(sys.stdin).get("benchmarks", []):
     row = {sys.argv[1]: sys.argv[2], "round": int(sys.argv[3]), "name": b["name"].split("/min")[0]}
     row.update({k: round(b[k], 1) for k in keys if k in b})

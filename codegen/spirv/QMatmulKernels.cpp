@@ -13,7 +13,6 @@
 #include <tuple>
 
 #include "codegen/ElementwiseMath.h"
-#include "codegen/TiledWeights.h"
 #include "codegen/spirv/QuantWords.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -245,167 +244,6 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, llvm::ArrayRef<Value> rowW
 using Complete = llvm::function_ref<void(llvm::SmallVector<Value>, Value, Value,
                                          llvm::function_ref<Value(int64_t)>)>;
 
-// quantized_matmul Q4_0 on tiled weights (KernelSpec::tiledWeights, codegen/TiledWeights.h;
-// KernelPlan::tiled). A workgroup of T invocations computes R rows (R = unitsPerGroup, dividing
-// the layout's 32-row tiles): invocation t takes row t % R of the workgroup's and the block
-// columns t / R, t / R + C, ... (C = T / R), so the R invocations of a column load R x 16
-// consecutive bytes of quants (one 16-byte load each) and R x 2 bytes of scales, and all of them
-// read the same words of int8 x (a broadcast from workgroup memory): no shifts to cut quants out
-// of unaligned words. x is quantized as in emitIntDotQMatmul (its first
-// batch of W loaded before when KernelPlan::prefetch). `matrices` holds W, or W and a sibling
-// product's W (gate and up: the same rows of both against one x). The C partial sums of a row
-// meet in workgroup memory after one barrier (first added within a subgroup where fewer than its
-// lanes share a column); then invocation t < R / P completes P rows
-// (P = rowsPerSubgroup: 2 under a rope tail, whose pairs of rows rotate together), or, with a
-// sibling, row t of both matrices. With V rows an invocation (KernelPlan::tiledRowsPerInvocation),
-// R / V invocations share a column: invocation t takes rows g, g + R / V, ... (g = t mod R / V)
-// and reads each block's x words once for all V; C = T V / R.
-void emitTiledQMatmul(Emitter &e, const OpShape &op, llvm::ArrayRef<Value> matrices, Value x4,
-                      Value g4, Value nRows, Complete complete) {
-  mlir::OpBuilder &b = e.b;
-  const int64_t R = e.plan.unitsPerGroup, T = e.plan.workgroupSize;
-  const int64_t V = e.plan.tiledRowsPerInvocation, RI = R / V, C = T / RI;
-  const int64_t blocks = op.ints[1] / 32, M = static_cast<int64_t>(matrices.size());
-  const int64_t P = M == 1 ? e.plan.rowsPerSubgroup : 1;
-  Value partials = g4 ? workgroupArray(e, e.f32(), T / e.target.subgroupSize) : Value();
-  Value t = e.threadId();
-  Value i = e.remu(t, e.ci(RI)), column = e.divu(t, e.ci(RI));
-  Value first = e.mul(e.groupId(), e.ci(R));
-  // A workgroup's R rows lie in one tile (R divides kTileRows).
-  Value tile = e.divu(first, e.ci(kTileRows));
-  // Row v of the invocation (first + i + RI v): vec4 indices of block c's quants at qBase[v] +
-  // 32 c; the vec4 of the 8 scales holding its scale at sBase[v] + 4 c (after all n_rows x blocks
-  // vec4s of quants), as half sShift[v] / 16 of word sWord[v].
-  llvm::SmallVector<Value, 4> qBase, sBase, sWord, sShift;
-  for (int64_t v = 0; v < V; ++v) {
-    Value inTile = e.add(e.remu(first, e.ci(kTileRows)), e.add(i, e.ci(RI * v)));
-    qBase.push_back(e.add(e.mul(tile, e.ci(blocks * kTileRows)), inTile));
-    sBase.push_back(
-        e.add(e.mul(nRows, e.ci(blocks)),
-              e.add(e.mul(tile, e.ci(blocks * kTileRows / 8)), e.divu(inTile, e.ci(8)))));
-    sWord.push_back(e.toI32(e.remu(e.divu(inTile, e.ci(2)), e.ci(4))));
-    sShift.push_back(e.toI32(e.mul(e.remu(inTile, e.ci(2)), e.ci(16))));
-  }
-  auto bits = [&](Value f) { return b.create<arith::BitcastOp>(e.loc, e.i32(), f).getResult(); };
-  // Per matrix m and row v, at m V + v.
-  struct Loaded {
-    Value block, live;
-    llvm::SmallVector<Value, 8> scaleWords;
-    llvm::SmallVector<llvm::SmallVector<Value, 4>, 8> quants;
-  };
-  auto loadBlock = [&](Value c) {
-    Loaded L;
-    L.block = c;
-    for (Value w4 : matrices)
-      for (int64_t v = 0; v < V; ++v) {
-        Value q = e.load(w4, e.add(qBase[v], e.mul(c, e.ci(kTileRows))));
-        L.quants.emplace_back();
-        for (int64_t k = 0; k < 4; ++k)
-          L.quants.back().push_back(bits(extractLane(e, q, k)));
-        Value scales = e.load(w4, e.add(sBase[v], e.mul(c, e.ci(kTileRows / 8))));
-        L.scaleWords.push_back(
-            bits(b.create<mlir::vector::ExtractElementOp>(e.loc, scales, sWord[v])));
-      }
-    return L;
-  };
-  // U blocks a batch (KernelPlan::intDotUnroll), C apart, all loaded before any is computed;
-  // blocks past the end read the last one and add nothing (the first only when `guardFirst`).
-  const int64_t unroll = e.plan.intDotUnroll;
-  auto loadBatch = [&](Value c0, bool guardFirst) {
-    llvm::SmallVector<Loaded, 16> batch;
-    for (int64_t u = 0; u < unroll; ++u) {
-      Value c = c0, live;
-      if (u > 0 || guardFirst) {
-        Value at = e.add(c0, e.ci(C * u));
-        live = e.ult(at, e.ci(blocks));
-        c = e.minu(at, e.ci(blocks - 1));
-      }
-      batch.push_back(loadBlock(c));
-      batch.back().live = live;
-    }
-    return batch;
-  };
-  WorkgroupX wx;
-  auto addBatch = [&](const llvm::SmallVector<Loaded, 16> &batch, llvm::SmallVector<Value> accs) {
-    for (const Loaded &L : batch) {
-      Value first = e.mul(L.block, e.ci(8));
-      llvm::SmallVector<Value, 4> xa, xb;
-      for (int64_t k = 0; k < 4; ++k) {
-        xa.push_back(e.load(wx.xq, e.add(first, e.ci(k))));
-        xb.push_back(e.load(wx.xq, e.add(first, e.ci(k + 4))));
-      }
-      Value dx = e.load(wx.xd, L.block), zero = e.load(wx.xz, L.block);
-      for (int64_t a = 0; a < M * V; ++a) {
-        Value dot;
-        for (int64_t k = 0; k < 4; ++k) {
-          Value d = int8WordDot(e, DType::Q4_0, L.quants[a][k], xa[k], xb[k]);
-          dot = dot ? b.create<arith::AddIOp>(e.loc, dot, d).getResult() : d;
-        }
-        Value part = e.fmul(b.create<arith::SIToFPOp>(e.loc, e.f32(), dot), dx);
-        part = b.create<arith::SubFOp>(e.loc, part, zero);
-        Value sum = e.fma(part, scaleFromWord(e, L.scaleWords[a], sShift[a % V]), accs[a]);
-        accs[a] = L.live ? e.select(L.live, sum, accs[a]) : sum;
-      }
-    }
-    return accs;
-  };
-  std::optional<llvm::SmallVector<Loaded, 16>> early;
-  if (e.plan.prefetch)
-    early = loadBatch(column, /*guardFirst=*/true);
-  wx = quantizeXIntoWorkgroup(e, op, x4, g4, partials);
-  llvm::SmallVector<Value> accs(M * V, e.cf(0.0));
-  Value from = column;
-  if (early) {
-    accs = addBatch(*early, accs);
-    from = e.add(from, e.ci(C * unroll));
-  }
-  accs = e.forLoop(from, e.ci(blocks), e.ci(C * unroll), accs, [&](Value c0, mlir::ValueRange it) {
-    return addBatch(loadBatch(c0, false), llvm::SmallVector<Value>(it.begin(), it.end()));
-  });
-  // Each row's partial sums (of each matrix) through workgroup memory: CE of them a row, column
-  // c's for row v of the invocation at v CE RI + c RI + i. CE = C, except where the RI
-  // invocations of a column are fewer than a subgroup's lanes S: the subgroup's S / RI columns
-  // are summed first (xor shuffles) and lane i < RI of subgroup s stores them as column s, so
-  // CE = T / S.
-  const int64_t S = e.target.subgroupSize;
-  const bool fold = RI < S;
-  const int64_t CE = fold ? T / S : C;
-  if (fold)
-    for (Value &acc : accs)
-      acc = e.strideSum(acc, static_cast<uint32_t>(RI));
-  Value slot = fold ? e.add(e.mul(e.subgroupId(), e.ci(RI)), i) : t;
-  llvm::SmallVector<Value, 2> sums;
-  for (int64_t m = 0; m < M; ++m)
-    sums.push_back(workgroupArray(e, e.f32(), CE * RI * V));
-  auto storeSums = [&] {
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t v = 0; v < V; ++v)
-        e.store(accs[m * V + v], sums[m], e.add(slot, e.ci(CE * RI * v)));
-  };
-  if (fold)
-    e.ifThen(e.ult(e.laneId(), e.ci(RI)), storeSums);
-  else
-    storeSums();
-  e.barrier();
-  // Invocation t < R / P completes rows P j .. P j + P - 1 (j = t; the others compute row
-  // j = t mod (R / P) again and store nothing).
-  const int64_t finishers = R / P;
-  Value j = e.remu(t, e.ci(finishers));
-  llvm::SmallVector<Value> totals;
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t p = 0; p < P; ++p) {
-      // Row r is row r / RI of the columns' slots r mod RI + c RI.
-      Value r = e.add(e.mul(j, e.ci(P)), e.ci(p));
-      Value at = V == 1 ? r : e.add(e.mul(e.divu(r, e.ci(RI)), e.ci(CE * RI)), e.remu(r, e.ci(RI)));
-      Value total = e.load(sums[m], at);
-      for (int64_t c = 1; c < CE; ++c)
-        total = e.fadd(total, e.load(sums[m], e.add(at, e.ci(c * RI))));
-      totals.push_back(total);
-    }
-  complete(totals, wx.squares, e.add(first, e.mul(j, e.ci(P))),
-           [&](int64_t) { return e.ult(t, e.ci(finishers)); });
-}
-
 // quantized_matmul (Q4_0, Q8_0) with every invocation of the workgroup on the same R rows
 // (KernelPlan::workgroupRows): invocation t takes quant word t % W of blocks t / W, t / W + T / W,
 // ... (T invocations) of every row, so a row's words spread over the whole workgroup and the grid
@@ -630,7 +468,7 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
     const int firstMember = static_cast<int>(spec.prologue.size()) + 1;
     std::map<int, llvm::SmallVector<Value, 4>> early;
     if (spec.earlyInputs && e.target.qmatmulEarlyInputs && !sibling && !e.plan.maxGroups &&
-        !e.plan.workgroupRows && !e.plan.tiled)
+        !e.plan.workgroupRows)
       for (size_t j = 0; j < spec.epilogue.size(); ++j) {
         int m = firstMember + static_cast<int>(j);
         OpKind kind = spec.epilogue[j].kind;
@@ -739,11 +577,6 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
         squares = e.clusterSum(accs[rows], lanes);
       complete(totals, squares, tileFirst, [&](int64_t) { return e.ult(lane, e.ci(1)); });
     };
-    if (e.plan.tiled) {
-      emitTiledQMatmul(e, op, sibling ? llvm::ArrayRef<Value>(rowW) : llvm::ArrayRef<Value>(w), x4,
-                       g4, nRows, complete);
-      return;
-    }
     if (e.plan.workgroupRows) {
       // Every invocation of the workgroup on the same rows (KernelPlan::workgroupRows); int8 x
       // from 64 rows, as the split schedule below.

@@ -14,7 +14,6 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/Dequant.h"
 #include "codegen/ElementwiseMath.h"
-#include "codegen/TiledWeights.h"
 #include "codegen/spirv/SpirvEmitter.h"
 #include "codegen/spirv/SpirvTools.h"
 #include "mlir/AsmParser/AsmParser.h"
@@ -338,48 +337,6 @@ KernelPlan planSpec(const KernelSpec &spec, const SpirvTarget &target) {
     plan.unitsPerGroup = plan.workgroupSize / target.subgroupSize *
                          (target.subgroupSize / std::max<uint32_t>(plan.lanesPerRow, 1));
   }
-  if (spec.tiledWeights && plan.intDotX && spec.anchor.dtype == DType::Q4_0 &&
-      !plan.workgroupRows && !spec.attentionOverHeads) {
-    // Tiled weights (emitTiledQMatmul): R rows a workgroup of T invocations, C = T / R block
-    // columns at once; x's int8 words, scales and zero points, the norm's partial sums and the
-    // rows' C partial sums in workgroup memory.
-    const uint32_t lanes = target.subgroupSize;
-    const uint32_t maxGroup = std::max(target.maxWorkgroupInvocations, lanes);
-    uint32_t rows = target.qmatmulTiledRows == 8 || target.qmatmulTiledRows == 16
-                        ? target.qmatmulTiledRows
-                        : static_cast<uint32_t>(kTileRows);
-    uint32_t size = std::min<uint32_t>(512, maxGroup);
-    if (target.qmatmulTiledWorkgroup >= rows && target.qmatmulTiledWorkgroup <= maxGroup)
-      size = target.qmatmulTiledWorkgroup;
-    // V rows an invocation (`tper`), so R / V invocations share a block column.
-    const uint32_t per =
-        target.qmatmulTiledRowsPerInvocation == 2 || target.qmatmulTiledRowsPerInvocation == 4
-            ? std::min(target.qmatmulTiledRowsPerInvocation, rows)
-            : 1;
-    const int64_t cols = spec.anchor.ints[1], blocks = cols / 32;
-    const uint64_t shared = cols + blocks * 8 + 4 * (size / lanes) +
-                            (hasSiblingProduct(spec) ? 8 : 4) * uint64_t(size) * per;
-    if (size % rows == 0 && size % lanes == 0 && shared <= target.maxSharedMemoryBytes) {
-      plan.tiled = true;
-      plan.tiledRowsPerInvocation = per;
-      plan.workgroupSize = size;
-      plan.unitsPerGroup = rows;
-      // A workgroup's finishing invocations complete two rows each under a rope tail (its
-      // pairs rotate together), or one row of both matrices with a sibling product.
-      plan.rowsPerSubgroup = hasSiblingProduct(spec) || hasRopeTail(spec) ? 2 : 1;
-      plan.maxGroups = 0;
-      plan.bindings[0] = SpirvBindingKind::Vec4;
-      // A row's blocks in as few batches of at most U as it takes, spread evenly.
-      const uint32_t most = target.qmatmulDotUnroll >= 1 && target.qmatmulDotUnroll <= 16
-                                ? target.qmatmulDotUnroll
-                                : 8 / per;
-      const int64_t columns = size * per / rows;
-      const int64_t trip = (blocks + columns - 1) / columns;
-      const int64_t iterations = (trip + most - 1) / most;
-      plan.intDotUnroll =
-          static_cast<uint32_t>(std::max<int64_t>(1, (trip + iterations - 1) / iterations));
-    }
-  }
   if (plan.intDotX && !plan.workgroupRows) {
     // A lane's first batch of W loaded before x is quantized. On the H200 alone it took
     // 4096x4096 from 13.0 to 10.9 µs and 2048x5632 from 15.4 to 11.1, but 11008x4096 from 19.3
@@ -665,11 +622,6 @@ absl::StatusOr<SpirvKernel> buildSpirvKernel(const KernelSpec &spec, const Spirv
         "no fused SPIR-V kernel for a rope epilogue on a schedule of ", plan.rowsPerSubgroup,
         plan.workgroupRows ? " rows a workgroup" : " row(s) a cluster",
         " (it needs pairs of rows in one invocation)"));
-  if (spec.tiledWeights && !plan.tiled)
-    return absl::UnimplementedError(absl::StrCat(
-        "kernel ", name,
-        ": tiled weights are read only by the Q4_0 int8-x schedule (integer dot products, "
-        "static n_cols whose int8 x fits the workgroup memory)"));
   if (hasSiblingProduct(spec) && (plan.workgroupRows || plan.splitWords == 0))
     return absl::UnimplementedError(absl::StrCat(
         "no fused SPIR-V kernel for a sibling product on the ",

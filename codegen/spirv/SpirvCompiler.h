@@ -83,15 +83,6 @@ struct SpirvTarget {
   /// quantized per block as it is loaded (int8 x from 64 rows where the device has integer dot
   /// products, as the default schedule). A workgroup per N rows: many more resident invocations.
   uint32_t qmatmulWorkgroupRows = 0;
-  /// Q4_0 on tiled weights (KernelSpec::tiledWeights): rows a workgroup (`trows=N`: 8, 16 or
-  /// 32; 0: 32) and invocations a workgroup (`twg=N`, a multiple of the rows and of the subgroup
-  /// size; 0: 512). The blocks an invocation loads at once come from qmatmulDotUnroll (0: 8).
-  uint32_t qmatmulTiledRows = 0;
-  uint32_t qmatmulTiledWorkgroup = 0;
-  /// Tiled weights: rows an invocation computes (`tper=N`: 1, 2 or 4, at most the workgroup's
-  /// rows; 0: 1), each block's x words read once for all of them. The blocks it loads at once
-  /// default to 8 / N.
-  uint32_t qmatmulTiledRowsPerInvocation = 0;
   /// maxComputeSharedMemorySize: workgroup memory a kernel may declare (Vulkan's minimum).
   uint32_t maxSharedMemoryBytes = 16384;
   /// maxPerStageDescriptorStorageBuffers: the storage buffers a kernel may bind, the parameter

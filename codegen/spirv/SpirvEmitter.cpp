@@ -223,15 +223,6 @@ Value clusterReduce(Emitter &e, Value v, uint32_t lanes, bool isMax) {
 Value Emitter::clusterSum(Value v, uint32_t lanes) { return clusterReduce(*this, v, lanes, false); }
 Value Emitter::clusterMax(Value v, uint32_t lanes) { return clusterReduce(*this, v, lanes, true); }
 
-Value Emitter::strideSum(Value v, uint32_t stride) {
-  Value width = c32(target.subgroupSize);
-  for (uint32_t offset = stride; offset < target.subgroupSize; offset *= 2) {
-    auto shuffle = b.create<gpu::ShuffleOp>(loc, v, c32(offset), width, gpu::ShuffleMode::XOR);
-    v = fadd(v, shuffle.getShuffleResult());
-  }
-  return v;
-}
-
 // WordReader ---------------------------------------------------------------------------------
 
 Value WordReader::alignedWord(Value block, int64_t i) {

@@ -64,12 +64,6 @@ struct KernelPlan {
   /// (SpirvTarget::qmatmulWorkgroupRows; lanesPerRow is then the workgroup size and
   /// intDotUnroll the blocks an invocation loads at once).
   bool workgroupRows = false;
-  /// Q4_0 on tiled weights (KernelSpec::tiledWeights): unitsPerGroup rows a workgroup, every
-  /// invocation on one row and every (workgroupSize / unitsPerGroup)-th block column of it
-  /// (emitTiledQMatmul); W bound as vec4s; intDotUnroll blocks loaded at once.
-  bool tiled = false;
-  /// Tiled weights: rows an invocation computes (1, 2 or 4), sharing each block's x words.
-  uint32_t tiledRowsPerInvocation = 1;
   /// When nonzero, the most workgroups dispatched (SpirvKernel::maxGroups): each loops over the
   /// tiles of unitsPerGroup units g, g + maxGroups, ... (int8-x quantized_matmul).
   uint32_t maxGroups = 0;
@@ -184,10 +178,6 @@ public:
   /// lanes is the subgroup size, a butterfly of xor shuffles otherwise. Every lane gets the sum.
   mlir::Value clusterSum(mlir::Value v, uint32_t lanes);
   mlir::Value clusterMax(mlir::Value v, uint32_t lanes);
-  /// Sum of `v` over the lanes of the subgroup that are equal modulo `stride` (a power of two;
-  /// xor shuffles by stride, 2 stride, ... below the subgroup size): every lane gets its own
-  /// class's sum.
-  mlir::Value strideSum(mlir::Value v, uint32_t stride);
 
 private:
   int memberIndex(int m) const { return m >= shiftFrom_ ? m + shift_ : m; }

@@ -41,27 +41,17 @@ struct Step {
   /// Dispatch: the grid depends on a plan parameter (VulkanKernel::gridInts), so it is
   /// dispatched indirectly from the parameter buffer.
   bool indirect = false;
-  /// Dispatch: its products read W in the tiled layout (KernelSpec::tiledWeights).
-  bool tiled = false;
 };
 
 /// The slots an entry reads and writes (from opAccesses).
 StepAccesses accessesOf(const TraceEntry &e);
-
-/// Tiled weights of a plan: the layouts object (null: off) and the layout each slot must be in
-/// when the plan runs (GGUF's unless its kernels read it tiled).
-struct PlanLayouts {
-  std::shared_ptr<WeightLayouts> layouts;
-  std::vector<WeightLayout> slots;
-  uint32_t tiledDispatches = 0; ///< a run's dispatches that read tiled W
-};
 
 /// The plan of `steps` (VulkanPlanImpl, VulkanPlan.cpp).
 std::unique_ptr<Plan> makeVulkanPlan(std::shared_ptr<VulkanDevice> device,
                                      std::shared_ptr<VulkanCompiler::Shared> shared,
                                      std::vector<Step> steps, size_t launches, size_t numSlots,
                                      std::string description, bool printTimes, bool checkValidation,
-                                     bool replay, bool elideDeadScores, PlanLayouts layouts = {});
+                                     bool replay, bool elideDeadScores);
 
 } // namespace sinter::runtime::vulkan
 

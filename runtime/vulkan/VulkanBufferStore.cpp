@@ -63,8 +63,6 @@ absl::Status VulkanBufferStore::release(BufferHandle handle) {
   if (found == buffers_.end())
     return absl::NotFoundError(absl::StrFormat("free: buffer %d not found", handle.id));
   device_->freeBuffer(found->second.ref);
-  if (layouts_)
-    layouts_->forget(handle.id);
   used_ -= found->second.size;
   buffers_.erase(found);
   return absl::OkStatus();
@@ -77,20 +75,12 @@ absl::StatusOr<uint64_t> VulkanBufferStore::size(BufferHandle handle) const {
   return found->second.size;
 }
 
-// A tiled weight buffer (WeightLayouts) is put back in GGUF's layout before the caller reads or
-// writes its bytes.
 absl::Status VulkanBufferStore::write(BufferHandle handle, absl::Span<const uint8_t> data) {
-  const BufferRef &ref = buffers_.at(handle.id).ref;
-  if (layouts_)
-    SINTER_RETURN_IF_ERROR(layouts_->ensure(handle.id, ref, WeightLayout{}));
-  return device_->write(ref, data);
+  return device_->write(buffers_.at(handle.id).ref, data);
 }
 
 absl::Status VulkanBufferStore::read(BufferHandle handle, absl::Span<uint8_t> out) {
-  const BufferRef &ref = buffers_.at(handle.id).ref;
-  if (layouts_)
-    SINTER_RETURN_IF_ERROR(layouts_->ensure(handle.id, ref, WeightLayout{}));
-  return device_->read(ref, out);
+  return device_->read(buffers_.at(handle.id).ref, out);
 }
 
 void *VulkanBufferStore::deviceRef(BufferHandle handle) const {

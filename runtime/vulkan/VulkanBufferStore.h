@@ -13,7 +13,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "runtime/LazyBackend.h"
 #include "runtime/vulkan/VulkanDevice.h"
-#include "runtime/vulkan/WeightLayouts.h"
 
 namespace sinter::runtime::vulkan {
 
@@ -40,9 +39,6 @@ public:
   static const BufferRef &refOf(void *deviceRef) {
     return *static_cast<const BufferRef *>(deviceRef);
   }
-  /// Tiled weights (WeightLayouts.h): reads and writes put a tiled buffer back in GGUF's layout
-  /// first, and a released buffer is forgotten. Null: nothing is ever tiled.
-  void setWeightLayouts(std::shared_ptr<WeightLayouts> layouts) { layouts_ = std::move(layouts); }
   uint64_t limitBytes() const { return limit_; }
   uint64_t usedBytes() const { return used_; }
   size_t count() const { return buffers_.size(); }
@@ -54,7 +50,6 @@ private:
     uint64_t size = 0; ///< as requested (ref.size is rounded up to 16)
   };
   std::shared_ptr<VulkanDevice> device_;
-  std::shared_ptr<WeightLayouts> layouts_;
   absl::flat_hash_map<uint64_t, Buffer> buffers_;
   uint64_t limit_ = 0;
   uint64_t used_ = 0;

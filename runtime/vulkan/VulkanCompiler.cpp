@@ -6,10 +6,7 @@
 #include <cstdio>
 #include <string>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "codegen/TiledWeights.h"
 #include "runtime/FaultInjection.h"
 #include "runtime/vulkan/LaunchGroups.h"
 #include "runtime/vulkan/PlanSteps.h"
@@ -41,49 +38,6 @@ bool launchAccesses(const Launch &l, StepAccesses *out) {
         produced.push_back(one.slots[i]);
   }
   return true;
-}
-
-// The W slots of a program's Q4_0 products that may be tiled: every use of the slot in the
-// program is the W of a product of one shape whose n_rows and n_cols are not parameters, n_rows
-// at least 64 (smaller products keep f32 x, which the tiled schedule does not have) and a
-// multiple of 32 (codegen::canTileQ4_0); no op reads it otherwise or writes it.
-absl::flat_hash_map<uint32_t, WeightLayout> tileableSlots(const KernelProgram &program) {
-  absl::flat_hash_map<uint32_t, WeightLayout> shapes;
-  absl::flat_hash_map<uint32_t, bool> excluded;
-  for (const Kernel &kernel : program.kernels)
-    for (const KernelMember &m : kernel.ops) {
-      const TraceEntry &e = m.entry;
-      uint32_t wSlot = UINT32_MAX;
-      if (e.kind == TraceEntry::Kind::Op && e.op.kind == OpKind::QuantizedMatmul &&
-          e.op.dtype == DType::Q4_0 && m.paramOf[0] < 0 && m.paramOf[1] < 0) {
-        const int64_t rows = static_cast<int64_t>(e.op.ints[0]);
-        const int64_t cols = static_cast<int64_t>(e.op.ints[1]);
-        const bool aliased =
-            e.op.buffers[1] == e.op.buffers[0] || e.op.buffers[2] == e.op.buffers[0];
-        if (rows >= 64 && codegen::canTileQ4_0(rows, cols) && !aliased) {
-          wSlot = Trace::slotOf(e.op.buffers[0]);
-          auto [it, added] = shapes.try_emplace(wSlot, WeightLayout{rows, cols});
-          if (!added && it->second != WeightLayout{rows, cols})
-            excluded[wSlot] = true;
-        }
-      }
-      StepAccesses a = accessesOf(e);
-      for (int i = 0; i < a.count; ++i)
-        if (a.slots[i] != wSlot || a.writes(i))
-          excluded[a.slots[i]] = true;
-    }
-  for (const auto &[slot, _] : excluded)
-    shapes.erase(slot);
-  return shapes;
-}
-
-// The W slots of the products of a Chain launch (the anchor, a sibling, stacked products).
-std::vector<uint32_t> productWeights(const Launch &l) {
-  std::vector<uint32_t> slots;
-  for (const KernelMember &m : l.members)
-    if (m.entry.kind == TraceEntry::Kind::Op && m.entry.op.kind == OpKind::QuantizedMatmul)
-      slots.push_back(Trace::slotOf(m.entry.op.buffers[0]));
-  return slots;
 }
 
 } // namespace
@@ -135,12 +89,6 @@ const VulkanCompiler::Built &VulkanCompiler::kernelFor(const codegen::KernelSpec
 }
 
 absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const KernelProgram &program) {
-  return compileProgram(program, {});
-}
-
-absl::StatusOr<std::unique_ptr<Plan>>
-VulkanCompiler::compileProgram(const KernelProgram &program,
-                               const absl::flat_hash_set<uint32_t> &untiled) {
   std::vector<Step> steps;
   std::string description;
   size_t numSlots = 0;
@@ -165,23 +113,6 @@ VulkanCompiler::compileProgram(const KernelProgram &program,
           absl::StrCat("vulkan: no kernel for ", describeOp(member.entry.op), " (", spec.name(),
                        ", kernel #", k, " '", kernel.name, "'): ", built.status.message()));
     return &built;
-  };
-  absl::flat_hash_map<uint32_t, WeightLayout> tileable;
-  if (options_.weightLayouts)
-    tileable = tileableSlots(program);
-  for (uint32_t slot : untiled)
-    tileable.erase(slot);
-  PlanLayouts planLayouts;
-  planLayouts.layouts = options_.weightLayouts;
-  // Marks a Chain launch's products tiled when every W slot of theirs may be.
-  auto tile = [&](Launch &l) {
-    if (tileable.empty() || l.kind != Launch::Kind::Chain ||
-        l.spec.anchor.kind != OpKind::QuantizedMatmul || l.spec.anchor.dtype != DType::Q4_0)
-      return;
-    std::vector<uint32_t> ws = productWeights(l);
-    l.spec.tiledWeights = !ws.empty() && std::all_of(ws.begin(), ws.end(), [&](uint32_t slot) {
-      return tileable.contains(slot);
-    });
   };
   for (size_t k = 0; k < program.kernels.size(); ++k) {
     const Kernel &kernel = program.kernels[k];
@@ -211,14 +142,7 @@ VulkanCompiler::compileProgram(const KernelProgram &program,
       for (size_t l = 0; l < launches.size() && why.empty(); ++l) {
         if (launches[l].kind == Launch::Kind::Single)
           continue;
-        tile(launches[l]);
-        const Built *tried = &kernelFor(launches[l].spec);
-        if (!tried->status.ok() && launches[l].spec.tiledWeights) {
-          // The tiled schedule cannot build it (e.g. x past the workgroup memory): GGUF's.
-          launches[l].spec.tiledWeights = false;
-          tried = &kernelFor(launches[l].spec);
-        }
-        const Built &built = *tried;
+        const Built &built = kernelFor(launches[l].spec);
         if (!built.status.ok())
           why = std::string(built.status.message());
         else if (!launchAccesses(launches[l], &fusedAccess[l]))
@@ -267,15 +191,6 @@ VulkanCompiler::compileProgram(const KernelProgram &program,
         s.kernelIndex = static_cast<uint32_t>(k);
         s.built = fusedBuilt[l];
         s.access = fusedAccess[l];
-        s.tiled = launch.spec.tiledWeights;
-        if (launch.spec.tiledWeights) {
-          for (uint32_t slot : productWeights(launch)) {
-            if (planLayouts.slots.size() <= slot)
-              planLayouts.slots.resize(slot + 1);
-            planLayouts.slots[slot] = tileable.at(slot);
-          }
-          ++planLayouts.tiledDispatches;
-        }
         s.indirect =
             !s.built->kernel.perHead && (paramMaskOf(s.member) & s.built->kernel.gridInts) != 0;
         if (launch.kind == Launch::Kind::Attention) {
@@ -342,19 +257,6 @@ VulkanCompiler::compileProgram(const KernelProgram &program,
       steps.push_back(std::move(s));
     }
   }
-  // A slot read tiled by one step and otherwise by another (its product's launch fell back to
-  // GGUF's kernel, or shares it with a weight that is not tiled): the program again with such
-  // slots in GGUF's layout everywhere.
-  absl::flat_hash_set<uint32_t> conflicts;
-  for (const Step &s : steps)
-    for (int i = 0; i < s.access.count && !s.tiled; ++i)
-      if (s.access.slots[i] < planLayouts.slots.size() &&
-          planLayouts.slots[s.access.slots[i]].tiled())
-        conflicts.insert(s.access.slots[i]);
-  if (!conflicts.empty()) {
-    conflicts.insert(untiled.begin(), untiled.end());
-    return compileProgram(program, conflicts);
-  }
   {
     absl::MutexLock lock(&shared_->mu);
     ++shared_->stats.plans;
@@ -362,7 +264,7 @@ VulkanCompiler::compileProgram(const KernelProgram &program,
   return makeVulkanPlan(device_, shared_, std::move(steps), program.numLaunches(), numSlots,
                         std::move(description), options_.printKernelTimes,
                         options_.failOnValidationMessages, options_.replay,
-                        options_.elideDeadScores, std::move(planLayouts));
+                        options_.elideDeadScores);
 }
 
 VulkanCompilerStats VulkanCompiler::stats() const { return shared_->get(); }

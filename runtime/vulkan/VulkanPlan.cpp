@@ -133,13 +133,11 @@ public:
   VulkanPlanImpl(std::shared_ptr<VulkanDevice> device,
                  std::shared_ptr<VulkanCompiler::Shared> shared, std::vector<Step> steps,
                  size_t launches, size_t numSlots, std::string description, bool printTimes,
-                 bool checkValidation, bool replay, bool elideDeadScores, PlanLayouts layouts)
+                 bool checkValidation, bool replay, bool elideDeadScores)
       : device_(std::move(device)), shared_(std::move(shared)), steps_(std::move(steps)),
         launches_(launches), numSlots_(numSlots), description_(std::move(description)),
         timed_(device_->timestampsEnabled()), printTimes_(printTimes && timed_),
-        checkValidation_(checkValidation && device_->validationEnabled()), replay_(replay),
-        layouts_(std::move(layouts)) {
-    layouts_.slots.resize(numSlots_);
+        checkValidation_(checkValidation && device_->validationEnabled()), replay_(replay) {
     // A parameter region per dispatch the plan can make (an attention step that falls back
     // makes one per head), each as large as the largest kernel's words and an indirect grid.
     uint64_t regions = 0, words = 0;
@@ -261,14 +259,6 @@ private:
     return (bytes + a - 1) / a * a;
   }
   std::vector<BufferRef> retired_; ///< outgrown scratch ranges, freed after the submission
-  /// Tiled weights: the layout each slot must be in, and the buffers and layouts' generation
-  /// of the last run that found them all so (nothing to check while both stay the same).
-  PlanLayouts layouts_;
-  std::vector<BufferHandle> layoutHandles_;
-  uint64_t layoutGeneration_ = 0;
-  uint64_t layoutConversions_ = 0, layoutBytes_ = 0;
-  double layoutSeconds_ = 0;
-  absl::Status prepareLayouts(const PlanArgs &args);
   /// The kernels' integer words (VulkanKernel::paramWords): a region of paramStride_ bytes per
   /// dispatch in params_: device-local memory the run writes through its mapping where the
   /// device has it (paramsMapped_), else device memory filled at the start of each submission
@@ -625,10 +615,6 @@ StagingSpan VulkanPlanImpl::recordReadback(const PlanArgs &args) {
   PlanReadback *rb = args.readback;
   if (!rb || rb->out.empty() || rb->slot >= numSlots_)
     return {};
-  // A slot this plan reads as tiled weights: the caller reads it after the run through the
-  // store, which puts GGUF's layout back first.
-  if (layouts_.slots[rb->slot].tiled())
-    return {};
   const auto *src = static_cast<const BufferRef *>(args.slotDevice[rb->slot]);
   if (!src || rb->out.size() > src->size)
     return {};
@@ -691,9 +677,6 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
   // command buffer are this run's.
   if (noWaitSerial_ && device_->mayBeRunning(noWaitSerial_))
     SINTER_RETURN_IF_ERROR(device_->drain());
-  layoutConversions_ = layoutBytes_ = 0;
-  layoutSeconds_ = 0;
-  SINTER_RETURN_IF_ERROR(prepareLayouts(args));
   recordStart_ = std::chrono::steady_clock::now();
   barriers_ = submissions_ = copies_ = uploads_ = dispatched_ = fusedDispatched_ = 0;
   recordings_ = replays_ = 0;
@@ -849,10 +832,6 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
     st.replays += replays_;
     st.deadScores += deadScores_;
     st.waitSeconds += waitSeconds_;
-    st.tiledDispatches += layouts_.tiledDispatches;
-    st.layoutConversions += layoutConversions_;
-    st.layoutBytes += layoutBytes_;
-    st.layoutSeconds += layoutSeconds_;
   }
   if (checkValidation_) {
     ValidationLog log = device_->validationLog();
@@ -863,58 +842,6 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
           messagesBefore < log.messages.size() ? log.messages[messagesBefore] : "(not kept)"));
   }
   return absl::OkStatus();
-}
-
-// Tiled weights (WeightLayouts.h): every slot in the layout this plan's kernels read it in,
-// converting the buffers in place that are not (once for a decode's weights; a later plan that
-// uses a buffer otherwise puts GGUF's layout back). Nothing to check while the buffers and the
-// layouts are those of the last run that checked.
-absl::Status VulkanPlanImpl::prepareLayouts(const PlanArgs &args) {
-  WeightLayouts *layouts = layouts_.layouts.get();
-  if (!layouts)
-    return absl::OkStatus();
-  if (layouts_.tiledDispatches > 0 && args.slotHandles.size() < numSlots_)
-    return absl::FailedPreconditionError(
-        "vulkan plan: kernels read tiled weights but the run names no buffer handles (the "
-        "layouts are kept per handle)");
-  absl::Status status = absl::OkStatus();
-  const size_t n = std::min(numSlots_, args.slotHandles.size());
-  // Nothing to do when no buffer is tiled and this plan tiles none; nothing to check while the
-  // buffers and the layouts are those of the last run that checked.
-  const bool relevant = layouts_.tiledDispatches > 0 || layouts->tiledCount() > 0;
-  const bool checked =
-      !relevant ||
-      (layouts->generation() == layoutGeneration_ && layoutHandles_.size() == n &&
-       std::equal(layoutHandles_.begin(), layoutHandles_.end(), args.slotHandles.begin()));
-  if (!checked) {
-    for (size_t s = 0; s < n && status.ok(); ++s) {
-      const auto *ref = static_cast<const BufferRef *>(args.slotDevice[s]);
-      const uint64_t handle = args.slotHandles[s].id;
-      if (!ref || handle == 0 || layouts->layoutOf(handle) == layouts_.slots[s])
-        continue;
-      absl::Status converted = layouts->ensure(handle, *ref, layouts_.slots[s]);
-      if (!converted.ok())
-        status = absl::Status(converted.code(),
-                              absl::StrCat("vulkan: laying out buffer ", handle, " for ",
-                                           layouts_.slots[s].tiled() ? "tiled" : "GGUF",
-                                           " Q4_0: ", converted.message()));
-    }
-    if (status.ok()) {
-      layoutGeneration_ = layouts->generation();
-      layoutHandles_.assign(args.slotHandles.begin(), args.slotHandles.begin() + n);
-    }
-  }
-  // This run's conversions and the store's since the last report.
-  WeightLayouts::Totals t = layouts->takeUnreported();
-  layoutConversions_ = t.conversions;
-  layoutBytes_ = t.bytes;
-  layoutSeconds_ = t.seconds;
-  // Long work is said: the first decode step of a large model converts gigabytes.
-  if (layoutBytes_ >= (uint64_t(256) << 20))
-    std::fprintf(stderr, "sinter: vulkan: %llu weight buffer(s), %.1f MB, laid out in %.2f s\n",
-                 static_cast<unsigned long long>(layoutConversions_), double(layoutBytes_) / 1e6,
-                 layoutSeconds_);
-  return status;
 }
 
 void VulkanPlanImpl::collectTimes(const std::vector<uint32_t> &dispatchSteps,
@@ -999,11 +926,10 @@ std::unique_ptr<Plan> makeVulkanPlan(std::shared_ptr<VulkanDevice> device,
                                      std::shared_ptr<VulkanCompiler::Shared> shared,
                                      std::vector<Step> steps, size_t launches, size_t numSlots,
                                      std::string description, bool printTimes, bool checkValidation,
-                                     bool replay, bool elideDeadScores, PlanLayouts layouts) {
+                                     bool replay, bool elideDeadScores) {
   return std::make_unique<VulkanPlanImpl>(std::move(device), std::move(shared), std::move(steps),
                                           launches, numSlots, std::move(description), printTimes,
-                                          checkValidation, replay, elideDeadScores,
-                                          std::move(layouts));
+                                          checkValidation, replay, elideDeadScores);
 }
 
 } // namespace sinter::runtime::vulkan

@@ -33,7 +33,6 @@
 #include "codegen/KernelSpec.h"
 #include "runtime/vulkan/PipelineCache.h"
 #include "runtime/vulkan/VulkanDevice.h"
-#include "runtime/vulkan/WeightLayouts.h"
 #include "support/KernelProgram.h"
 #include "support/Plan.h"
 
@@ -108,12 +107,6 @@ struct VulkanCompilerStats {
   /// Attention dispatches that left the scores buffer alone: a later step overwrote them
   /// (VulkanCompilerOptions::elideDeadScores).
   uint64_t deadScores = 0;
-  /// Tiled weights: dispatches of products reading tiled W, and in-place conversions of
-  /// buffers between the layouts (either way) with their bytes and host seconds.
-  uint64_t tiledDispatches = 0;
-  uint64_t layoutConversions = 0;
-  uint64_t layoutBytes = 0;
-  double layoutSeconds = 0;
 };
 
 /// The counters of a compiler and its plans; tests and benchmarks may hold it after the backend
@@ -153,12 +146,6 @@ struct VulkanCompilerOptions {
   /// (codegen::kAttnStoreScores = 0): dead values, and the normalizing pass on the last head's
   /// critical path. `SINTER_VK_QMATMUL=deadscores=0` stores every layer's.
   bool elideDeadScores = true;
-  /// Tiled weights (WeightLayouts.h): a Q4_0 product whose W slot the plan uses only as the W
-  /// of products of one shape (n_rows a multiple of 32, at least 64; n_cols static) reads W in
-  /// the tiled layout (KernelSpec::tiledWeights), and each run first puts every slot in the
-  /// layout its kernels read. Null: GGUF's layout everywhere (SINTER_VK_TILED=0, the default
-  /// until measured faster). The buffer store must share the same object.
-  std::shared_ptr<WeightLayouts> weightLayouts;
 };
 
 class VulkanCompiler : public PlanCompiler {
@@ -187,9 +174,6 @@ public:
 
 private:
   const Built &kernelFor(const codegen::KernelSpec &spec);
-  /// compileProgram with the slots of `untiled` kept in GGUF's layout (tiled weights).
-  absl::StatusOr<std::unique_ptr<Plan>>
-  compileProgram(const KernelProgram &program, const absl::flat_hash_set<uint32_t> &untiled);
 
   std::shared_ptr<VulkanDevice> device_;
   VulkanKernelBuilder builder_;

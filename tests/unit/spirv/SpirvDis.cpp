@@ -2,8 +2,7 @@
 //
 //   sinter-spirv-dis <op> [int ...] [--dtype=Q4_0] [--scalar=1e-5] [--params=MASK]
 //                    [--subgroup=32] [--no-opt] [--rms-prologue] [--epilogue=add,silu,...]
-//                    [--attention] [--attn-split=N] [--int-dot] [--params-buffer] [--tiled]
-//                    [--tiled-per=N]
+//                    [--attention] [--attn-split=N] [--int-dot] [--params-buffer]
 //
 // <op> is SEMANTICS.md's name (rms_norm, quantized_matmul, ...), the integers are the op's in
 // order, MASK (binary or decimal) marks those read at run time. The output is a header of
@@ -14,8 +13,6 @@
 // makes an attn_score the anchor of the attention kernel over heads (softmax and attn_value of the
 // same head_dim as its epilogue).
 // --int-dot builds for a device with integer dot products (32 KB of workgroup memory).
-// --tiled reads a Q4_0 product's weights in the tiled layout (codegen/TiledWeights.h),
-// --tiled-per=N with N rows an invocation (SpirvTarget::qmatmulTiledRowsPerInvocation).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -38,7 +35,7 @@ int usage(const char *message) {
                "sinter-spirv-dis: %s\nusage: sinter-spirv-dis <op> [int ...] "
                "[--dtype=NAME] [--scalar=F] [--params=MASK] [--subgroup=N] [--no-opt] "
                "[--rms-prologue] [--epilogue=OPS] [--attention] [--attn-split=N] [--int-dot] "
-               "[--params-buffer] [--tiled] [--tiled-per=N]\n",
+               "[--params-buffer]\n",
                message);
   return 2;
 }
@@ -75,7 +72,7 @@ int main(int argc, char **argv) {
   uint8_t paramMask = 0;
   codegen::SpirvTarget target;
   int numInts = 0;
-  bool rmsPrologue = false, attention = false, tiled = false;
+  bool rmsPrologue = false, attention = false;
   std::vector<OpKind> epilogue;
   for (int a = 2; a < argc; ++a) {
     std::string arg = argv[a];
@@ -106,10 +103,6 @@ int main(int argc, char **argv) {
       target.maxSharedMemoryBytes = 32768;
     } else if (arg == "--params-buffer") {
       target.paramsInBuffer = true;
-    } else if (const char *v = value("--tiled-per=")) {
-      target.qmatmulTiledRowsPerInvocation = static_cast<uint32_t>(std::strtoul(v, nullptr, 10));
-    } else if (arg == "--tiled") {
-      tiled = true;
     } else if (arg == "--no-opt") {
       target.optimize = false;
     } else if (arg == "--rms-prologue") {
@@ -136,7 +129,6 @@ int main(int argc, char **argv) {
     }
   }
   codegen::KernelSpec spec = codegen::singleOpSpec(op, paramMask);
-  spec.tiledWeights = tiled;
   BufferHandle b{1};
   if (rmsPrologue)
     spec.prologue.push_back(

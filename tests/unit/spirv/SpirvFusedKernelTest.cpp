@@ -217,52 +217,6 @@ TEST_F(SpirvKernelTest, StackedProductsWithTheirTails) {
   groups_ = 0;
 }
 
-// Tiled weights (KernelSpec::tiledWeights) under every fused form the runtime builds: gate and
-// up as sibling products, a projection with its rope and cache-copy tails (pairs of rows finished
-// together), and Q, K and V stacked with their tails (grouped-query: K and V fewer rows), on
-// rows a workgroup 32 (the default) and 16.
-TEST_F(SpirvKernelTest, TiledWeightsInFusedKernels) {
-  if (!runner_->intDot())
-    GTEST_SKIP() << runner_->deviceName()
-                 << " has no integer dot products (tiled weights are int8 x)";
-  const uint8_t posParam = 0b1, dstParam = 0b10;
-  tiled_ = true;
-  for (auto [tileRows, per] : {std::pair<uint32_t, uint32_t>{0, 0}, {16, 0}, {0, 2}, {16, 4}}) {
-    tiledRows_ = tileRows;
-    tiledPer_ = per;
-    const std::string how =
-        " tiled rows " + str(tileRows ? tileRows : 32) + " per " + str(per ? per : 1);
-    for (uint32_t cols : {256u, 96u * 32u + 32u})
-      checkFused({ops::rmsNorm(slot(0), slot(1), slot(2), cols, 1e-5f),
-                  ops::quantizedMatmul(slot(3), slot(2), slot(4), 96, cols, DType::Q4_0),
-                  ops::quantizedMatmul(slot(5), slot(2), slot(6), 96, cols, DType::Q4_0),
-                  ops::silu(slot(4), slot(7), 96), ops::elementMul(slot(7), slot(6), slot(8), 96)},
-                 1, {2, 4, 6, 7, 8}, "gate and up -> silu -> element_mul, 96x" + str(cols) + how);
-    for (uint32_t dst : {0u, 6u})
-      checkFused({ops::rmsNorm(slot(0), slot(1), slot(2), 256, 1e-5f),
-                  ops::quantizedMatmul(slot(3), slot(2), slot(4), 192, 256, DType::Q4_0),
-                  ops::rope(slot(4), slot(4), 300, 64, 10000.0f, 3, 0),
-                  ops::copyBufferOffset(slot(4), slot(5), 0, dst, 4 * 192)},
-                 1, {2, 4}, "product -> rope -> cache copy, dst_offset " + str(dst) + how,
-                 {0, 0, posParam, dstParam});
-    stacked_ = true;
-    const uint32_t heads = 4, dim = 64, cols = 256, pos = 37, rows = heads * dim, kvRows = 64;
-    checkFused({ops::rmsNorm(slot(0), slot(1), slot(2), cols, 1e-5f),
-                ops::quantizedMatmul(slot(3), slot(2), slot(4), rows, cols, DType::Q4_0),
-                ops::rope(slot(4), slot(4), pos, dim, 10000.0f, heads, 0),
-                ops::quantizedMatmul(slot(5), slot(2), slot(6), kvRows, cols, DType::Q4_0),
-                ops::rope(slot(6), slot(6), pos, dim, 10000.0f, 1, 0),
-                ops::copyBufferOffset(slot(6), slot(7), 0, 4 * kvRows * 3, 4 * kvRows),
-                ops::quantizedMatmul(slot(8), slot(2), slot(9), kvRows, cols, DType::Q4_0),
-                ops::copyBufferOffset(slot(9), slot(10), 0, 4 * kvRows * 5 + 2, 4 * kvRows)},
-               1, {2, 4, 6, 9}, "stacked Q, K and V with their tails" + how,
-               {0, 0, posParam, 0, posParam, dstParam, 0, dstParam});
-    stacked_ = false;
-  }
-  tiled_ = false;
-  tiledRows_ = tiledPer_ = 0;
-}
-
 TEST_F(SpirvKernelTest, AttentionOverHeads) {
   // One workgroup a head (attnsplit=1), then the default split.
   attentionSplits_ = 1;

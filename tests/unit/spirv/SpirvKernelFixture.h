@@ -13,7 +13,6 @@
 #include <map>
 #include <memory>
 
-#include "codegen/TiledWeights.h"
 #include "codegen/spirv/SpirvCompiler.h"
 #include "tests/unit/codegen/KernelHarness.h"
 #include "tests/unit/spirv/VkRunner.h"
@@ -73,9 +72,6 @@ protected:
     t.qmatmulWorkgroupRows = workgroupRows_;
     t.qmatmulLaneWords = laneWords_;
     t.paramsInBuffer = paramsInBuffer_;
-    t.qmatmulTiledRows = tiledRows_;
-    t.qmatmulTiledWorkgroup = tiledWorkgroup_;
-    t.qmatmulTiledRowsPerInvocation = tiledPer_;
     return t;
   }
 
@@ -108,7 +104,6 @@ protected:
              const SpirvTarget *custom = nullptr, double tolerance = 0) {
     // Kernels are cached by key: the row counts of one shape share a kernel, as in the runtime.
     codegen::KernelSpec spec = codegen::singleOpSpec(op, paramMask);
-    spec.tiledWeights = tiled_;
     SpirvTarget t = custom ? *custom : target();
     std::string key =
         spec.key() + "/" + std::to_string(t.qmatmulRows) + "/" +
@@ -118,8 +113,7 @@ protected:
         std::to_string(t.qmatmulUnroll) + "/" + std::to_string(t.qmatmulDotUnroll) + "/g" +
         std::to_string(t.qmatmulGroups) + "/w" + std::to_string(t.qmatmulWorkgroupRows) + "/lw" +
         std::to_string(t.qmatmulLaneWords) + (t.qmatmulBlockWindow ? "" : "/nowindow") +
-        (t.paramsInBuffer ? "/params" : "") + "/t" + std::to_string(t.qmatmulTiledRows) + "/" +
-        std::to_string(t.qmatmulTiledWorkgroup);
+        (t.paramsInBuffer ? "/params" : "");
     auto cached = kernels_->find(key);
     if (cached == kernels_->end()) {
       absl::StatusOr<SpirvKernel> built = codegen::buildSpirvKernel(spec, t);
@@ -131,8 +125,6 @@ protected:
     std::vector<uint64_t> sizes = fittingSizes(op);
     OpBuffers out = makeBuffers(op, sizes, rng);
     OpBuffers ref = out;
-    if (tiled_)
-      tileWeights(op, out);
     int64_t ints[5];
     for (int i = 0; i < 5; ++i)
       ints[i] = static_cast<int64_t>(op.ints[i]);
@@ -148,27 +140,8 @@ protected:
     absl::Status status = runner_->run(d, out.bytes);
     ASSERT_TRUE(status.ok()) << what << ": " << status;
     dropWords(*k, out);
-    if (tiled_)
-      untileWeights(op, out);
     runReference(op, ref);
     expectSameResults(op, out, ref, what, tolerance > 0 ? tolerance : toleranceOf(k->words));
-  }
-
-  /// The W of quantized_matmul `op` in `out` rewritten in the tiled layout (tiled_: the kernel
-  /// reads it so; the reference keeps GGUF's).
-  static void tileWeights(const OpCall &op, OpBuffers &out) {
-    std::vector<uint8_t> &w = out.bytes[slotOfOperand(op, 0)];
-    absl::StatusOr<std::vector<uint8_t>> tiled = codegen::tileQ4_0(w, op.ints[0], op.ints[1]);
-    ASSERT_TRUE(tiled.ok()) << tiled.status();
-    std::copy(tiled->begin(), tiled->end(), w.begin());
-  }
-
-  /// ... and back to GGUF's after the run (so the kernel's leaving W alone is checked).
-  static void untileWeights(const OpCall &op, OpBuffers &out) {
-    std::vector<uint8_t> &w = out.bytes[slotOfOperand(op, 0)];
-    absl::StatusOr<std::vector<uint8_t>> gguf = codegen::untileQ4_0(w, op.ints[0], op.ints[1]);
-    ASSERT_TRUE(gguf.ok()) << gguf.status();
-    std::copy(gguf->begin(), gguf->end(), w.begin());
   }
 
   /// SEMANTICS.md's bound: 5e-4 for a kernel that quantizes x (integer dot products), else 1e-7.
@@ -219,7 +192,6 @@ protected:
       spec.rowsHint = static_cast<uint32_t>(members[anchor].ints[0]);
     }
     spec.earlyInputs = earlyInputs_;
-    spec.tiledWeights = tiled_;
     absl::StatusOr<SpirvKernel> k = codegen::buildSpirvKernel(spec, target());
     ASSERT_TRUE(k.ok()) << what << ": " << k.status();
     std::mt19937 rng(7);
@@ -244,10 +216,6 @@ protected:
         std::memcpy(out.bytes[slotOfOperand(qm, 0)].data(), weights.data(), weights.size());
       }
     OpBuffers ref = out;
-    if (tiled_)
-      for (const OpCall &qm : members)
-        if (qm.kind == OpKind::QuantizedMatmul)
-          tileWeights(qm, out);
     VkDispatch d;
     d.words = &k->words;
     int64_t ints[5];
@@ -265,10 +233,6 @@ protected:
     absl::Status status = runner_->run(d, out.bytes);
     ASSERT_TRUE(status.ok()) << what << ": " << status;
     dropWords(*k, out);
-    if (tiled_)
-      for (const OpCall &qm : members)
-        if (qm.kind == OpKind::QuantizedMatmul)
-          untileWeights(qm, out);
     for (const OpCall &op : members)
       runReference(op, ref);
     std::vector<std::vector<bool>> written(sizes.size());
@@ -414,10 +378,6 @@ protected:
   uint32_t laneWords_ = 0;
   /// target()'s SpirvTarget::paramsInBuffer.
   bool paramsInBuffer_ = false;
-  /// Kernels built with KernelSpec::tiledWeights, their W rewritten in the tiled layout; and
-  /// target()'s qmatmulTiledRows and qmatmulTiledWorkgroup.
-  bool tiled_ = false;
-  uint32_t tiledRows_ = 0, tiledWorkgroup_ = 0, tiledPer_ = 0;
   /// checkFused builds the members as stacked products (KernelSpec::stackedProducts, every
   /// product's n_rows static).
   bool stacked_ = false;

@@ -17,7 +17,6 @@
 #include "runtime/vulkan/DescriptorCache.h"
 #include "runtime/vulkan/VulkanMemory.h"
 #include "support/Ops.h"
-#include "tests/support/TestData.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -101,22 +100,6 @@ protected:
     vulkan.logFallbacks = false;
     vulkan.replay = replay;
     vulkan.overlapCalls = overlap_;
-    auto backend = createVulkanBackend(options, vulkan);
-    EXPECT_TRUE(backend.ok()) << backend.status();
-    backend_ = std::move(backend).value();
-    return *backend_;
-  }
-
-  // A fused backend on the generated kernels (or `builder`) with tiled weights on.
-  ComputeBackend &makeTiled(runtime::vulkan::VulkanKernelBuilder builder = {}) {
-    BackendOptions options;
-    options.kind = "vulkan";
-    options.fusion = true;
-    VulkanBackendOptions vulkan;
-    vulkan.device = device_;
-    vulkan.stats = stats_;
-    vulkan.tiledWeights = true;
-    vulkan.builder = std::move(builder);
     auto backend = createVulkanBackend(options, vulkan);
     EXPECT_TRUE(backend.ok()) << backend.status();
     backend_ = std::move(backend).value();
@@ -651,121 +634,6 @@ TEST_F(VulkanBackendTest, StatsModeTimesEveryKernel) {
 
 // SINTER_VK_QMATMUL is read when a builder is made: words=1 changes the int8-x Q4_0 kernel,
 // words=4 is the default's, and empty or unknown items (or a key without a value) change nothing.
-// Tiled weights (runtime/vulkan/WeightLayouts.h): a buffer read only as the W of norm -> Q4_0
-// product flushes is converted in place, once, and read tiled; every other use (reading it back,
-// copying it, a write, a product of another shape, a plan that reads it otherwise) sees GGUF's
-// bytes, and the products agree with the reference throughout.
-TEST_F(VulkanBackendTest, TiledWeightsNeverChangeWhatTheCallerSees) {
-  if (!haveSpirvCodegen())
-    GTEST_SKIP() << "the SPIR-V code generator is not in this build";
-  if (!device_->caps().integerDotProduct)
-    GTEST_SKIP() << "the device has no integer dot products (tiled weights are int8 x)";
-  const char *env = std::getenv("SINTER_VK_TILED");
-  ASSERT_TRUE(env == nullptr || std::strcmp(env, "0") != 0) << "SINTER_VK_TILED=0 is set";
-  ComputeBackend &b = makeTiled();
-  ReferenceBackend ref;
-  const uint32_t rows = 128, cols = 256;
-  std::mt19937 rng(5);
-  std::vector<uint8_t> w0 = test::randomWeights(DType::Q4_0, rows, cols, rng);
-  std::vector<uint8_t> w1 = test::randomWeights(DType::Q4_0, rows, cols, rng);
-  std::vector<float> x = random(cols, 7), g = random(cols, 8);
-  auto upload = [&](ComputeBackend &be, const std::vector<uint8_t> &bytes) {
-    BufferHandle h = be.allocate(bytes.size()).value();
-    EXPECT_TRUE(be.copyToDevice(bytes, h).ok());
-    return h;
-  };
-  BufferHandle w = upload(b, w0), hx = buffer(b, x), hg = buffer(b, g);
-  BufferHandle hn = b.allocate(cols * 4).value(), ho = b.allocate(rows * 4).value();
-  BufferHandle rw = upload(ref, w0), rx = buffer(ref, x), rg = buffer(ref, g);
-  BufferHandle rn = ref.allocate(cols * 4).value(), ro = ref.allocate(rows * 4).value();
-  // norm -> product (one fused launch) on both, `n` rows; the outputs compared.
-  auto product = [&](uint32_t n, const std::string &what) {
-    ASSERT_TRUE(b.rmsNorm(hx, hg, hn, cols, 1e-5f).ok());
-    ASSERT_TRUE(b.quantizedMatmul(w, hn, ho, n, cols, DType::Q4_0).ok());
-    ASSERT_TRUE(ref.rmsNorm(rx, rg, rn, cols, 1e-5f).ok());
-    ASSERT_TRUE(ref.quantizedMatmul(rw, rn, ro, n, cols, DType::Q4_0).ok());
-    std::vector<float> got = read(b, ho, n), want = read(ref, ro, n);
-    EXPECT_LT(nmse(got, want), 5e-4) << what;
-  };
-  auto weights = [&](BufferHandle h) {
-    std::vector<uint8_t> bytes(w0.size());
-    EXPECT_TRUE(b.copyFromDevice(h, absl::MakeSpan(bytes)).ok());
-    return bytes;
-  };
-  product(rows, "first tiled run");
-  runtime::vulkan::VulkanCompilerStats st = stats_->get();
-  EXPECT_GT(st.tiledDispatches, 0u) << "the product did not read tiled weights";
-  EXPECT_EQ(st.layoutConversions, 1u) << "W is tiled once";
-  product(rows, "second run");
-  EXPECT_EQ(stats_->get().layoutConversions, 1u) << "nothing converted while W stays tiled";
-  EXPECT_EQ(weights(w), w0) << "copy_from_device sees GGUF's bytes";
-  product(rows, "tiled again after the read");
-  // Put back for the read (reported by the next run), tiled again.
-  EXPECT_EQ(stats_->get().layoutConversions, 3u);
-  // A copy of W (another plan reads it as bytes) holds GGUF's bytes.
-  BufferHandle w2 = b.allocate(w0.size()).value();
-  ASSERT_TRUE(b.copyBuffer(w, w2, w0.size()).ok());
-  EXPECT_EQ(weights(w2), w0) << "copy_buffer of a tiled W";
-  // New weights written over a tiled W are the ones the next product uses.
-  product(rows, "tiled before the write");
-  ASSERT_TRUE(b.copyToDevice(w1, w).ok());
-  ASSERT_TRUE(ref.copyToDevice(w1, rw).ok());
-  product(rows, "after copy_to_device of new weights");
-  // The first 64 rows of the same buffer as a 64-row product (another tiled shape).
-  product(64, "64 rows of the same buffer");
-  product(rows, "all rows again");
-  EXPECT_EQ(weights(w), w1);
-  ASSERT_TRUE(b.free(w2).ok());
-}
-
-// One W read by two fused launches of a flush, the generator refusing the tiled kernel of one of
-// them (it then reads GGUF's layout): the plan keeps that W in GGUF's layout for both instead of
-// letting one of them read tiled bytes.
-TEST_F(VulkanBackendTest, AWeightReadTiledAndNotInOneFlushStaysGguf) {
-  if (!haveSpirvCodegen())
-    GTEST_SKIP() << "the SPIR-V code generator is not in this build";
-  if (!device_->caps().integerDotProduct)
-    GTEST_SKIP() << "the device has no integer dot products (tiled weights are int8 x)";
-  runtime::vulkan::VulkanKernelBuilder generator = spirvCodegenBuilder(device_->caps());
-  auto refusals = std::make_shared<int>(0);
-  ComputeBackend &b = makeTiled(
-      [generator,
-       refusals](const codegen::KernelSpec &spec) -> absl::StatusOr<runtime::vulkan::VulkanKernel> {
-        if (spec.tiledWeights && !spec.epilogue.empty()) {
-          ++*refusals;
-          return absl::UnimplementedError("test: no tiled kernel with an epilogue");
-        }
-        return generator(spec);
-      });
-  ReferenceBackend ref;
-  const uint32_t rows = 64, cols = 256;
-  std::mt19937 rng(9);
-  std::vector<uint8_t> w = test::randomWeights(DType::Q4_0, rows, cols, rng);
-  std::vector<float> x = random(cols, 3), g = random(cols, 4), res = random(rows, 6);
-  for (int run = 0; run < 2; ++run) {
-    std::vector<std::vector<float>> outs;
-    for (ComputeBackend *be :
-         {static_cast<ComputeBackend *>(&b), static_cast<ComputeBackend *>(&ref)}) {
-      BufferHandle hw = be->allocate(w.size()).value();
-      ASSERT_TRUE(be->copyToDevice(w, hw).ok());
-      BufferHandle hx = buffer(*be, x), hg = buffer(*be, g), hr = buffer(*be, res);
-      BufferHandle hn = be->allocate(cols * 4).value(), h1 = be->allocate(rows * 4).value();
-      BufferHandle h2 = be->allocate(rows * 4).value(), h3 = be->allocate(rows * 4).value();
-      ASSERT_TRUE(be->synchronize().ok()); // the weights uploaded: later plans only read W
-      // norm -> product (tileable), then product -> add (its tiled kernel refused), one flush.
-      ASSERT_TRUE(be->rmsNorm(hx, hg, hn, cols, 1e-5f).ok());
-      ASSERT_TRUE(be->quantizedMatmul(hw, hn, h1, rows, cols, DType::Q4_0).ok());
-      ASSERT_TRUE(be->quantizedMatmul(hw, hx, h2, rows, cols, DType::Q4_0).ok());
-      ASSERT_TRUE(be->add(h2, hr, h3, rows).ok());
-      std::vector<float> a = read(*be, h1, rows), c = read(*be, h3, rows);
-      a.insert(a.end(), c.begin(), c.end());
-      outs.push_back(a);
-    }
-    EXPECT_LT(nmse(outs[0], outs[1]), 5e-4) << "run " << run;
-  }
-  EXPECT_GT(*refusals, 0) << "the test's premise: a tiled kernel was refused";
-}
-
 TEST_F(VulkanBackendTest, QmatmulOverridesFromTheEnvironmentChangeTheKernel) {
   if (!haveSpirvCodegen())
     GTEST_SKIP() << "the SPIR-V code generator is not in this build";

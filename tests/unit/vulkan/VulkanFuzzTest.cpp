@@ -99,8 +99,7 @@ Shared &shared() {
 std::unique_ptr<ComputeBackend> vulkanBackend(bool fusion,
                                               std::shared_ptr<runtime::vulkan::VulkanStatsSink> st,
                                               bool precise = false, bool split = false,
-                                              runtime::vulkan::VulkanKernelBuilder builder = {},
-                                              bool tiled = false) {
+                                              runtime::vulkan::VulkanKernelBuilder builder = {}) {
   BackendOptions o;
   o.kind = "vulkan";
   o.fusion = fusion;
@@ -112,7 +111,6 @@ std::unique_ptr<ComputeBackend> vulkanBackend(bool fusion,
                         : shared().builder;
   v.stats = std::move(st);
   v.logFallbacks = false;
-  v.tiledWeights = tiled;
   absl::StatusOr<std::unique_ptr<ComputeBackend>> b = createVulkanBackend(o, v);
   EXPECT_TRUE(b.ok()) << b.status();
   return b.ok() ? std::move(*b) : nullptr;
@@ -213,51 +211,6 @@ TEST_P(VulkanSyntheticDecode, LogitsAgreeWithTheReference) {
   const uint32_t perLayer = GetParam() == DType::Q4_0 || GetParam() == DType::Q8_0 ? 5 : 6;
   EXPECT_EQ(s.fusedDispatches, (perLayer * w->config.nLayers + 1) * s.runs);
   EXPECT_LE(s.dispatches, s.fusedDispatches + s.runs);
-}
-
-// Tiled weights (VulkanBackendOptions::tiledWeights): the micro model's Q4_0 decode reads every
-// product's W tiled once its weights are converted (each buffer once), and its logits agree with
-// the reference and with the same decode on GGUF's layout.
-TEST_F(VulkanFuzzTest, TiledWeightsDecodeAgreesWithTheReference) {
-  if (!shared().device->caps().integerDotProduct)
-    GTEST_SKIP() << "the device has no integer dot products (tiled weights are int8 x)";
-  if (const char *env = std::getenv("SINTER_VK_TILED"); env && std::string(env) == "0")
-    GTEST_SKIP() << "SINTER_VK_TILED=0 turns tiled weights off";
-  model::SyntheticOptions so;
-  so.dtype = DType::Q4_0;
-  absl::StatusOr<model::ModelWeights> w = model::generatePreset("micro", so);
-  ASSERT_TRUE(w.ok()) << w.status();
-  auto stats = std::make_shared<runtime::vulkan::VulkanStatsSink>();
-  std::unique_ptr<ComputeBackend> tiled = vulkanBackend(true, stats, false, false, {}, true);
-  std::unique_ptr<ComputeBackend> gguf = vulkanBackend(true, nullptr);
-  std::unique_ptr<ComputeBackend> reference = *createBackend(BackendOptions{});
-  ASSERT_TRUE(tiled && gguf);
-  auto a = model::Decoder::create(*tiled, *w);
-  auto g = model::Decoder::create(*gguf, *w);
-  auto b = model::Decoder::create(*reference, *w);
-  ASSERT_TRUE(a.ok() && g.ok() && b.ok());
-  std::vector<float> got(w->config.vocabSize), plain(w->config.vocabSize),
-      want(w->config.vocabSize);
-  uint64_t conversionsAfterTwo = 0;
-  for (uint32_t pos = 0; pos < 8; ++pos) {
-    uint32_t token = (pos * 37 + 5) % w->config.vocabSize;
-    ASSERT_TRUE((*a)->step(token, pos, absl::MakeSpan(got)).ok());
-    ASSERT_TRUE((*g)->step(token, pos, absl::MakeSpan(plain)).ok());
-    ASSERT_TRUE((*b)->step(token, pos, absl::MakeSpan(want)).ok());
-    EXPECT_TRUE(test::nmseWithin<float>(got, want, test::kQuantizedActivationTolerance))
-        << "position " << pos;
-    EXPECT_TRUE(test::nmseWithin<float>(got, plain, 1e-6)) << "tiled vs GGUF, position " << pos;
-    if (pos == 1)
-      conversionsAfterTwo = stats->get().layoutConversions;
-  }
-  runtime::vulkan::VulkanCompilerStats s = stats->get();
-  EXPECT_EQ(s.fusedFallbacks, 0u);
-  // Per layer the stacked Q, K and V, wo, gate and up, down; and the classifier.
-  EXPECT_GE(s.tiledDispatches, (4 * w->config.nLayers + 1) * (s.runs - 2))
-      << "every product of the steps after the first reads tiled W";
-  EXPECT_GT(conversionsAfterTwo, 0u);
-  EXPECT_LE(conversionsAfterTwo, 7 * w->config.nLayers + 1) << "each weight buffer once";
-  EXPECT_EQ(s.layoutConversions, conversionsAfterTwo) << "nothing converted after that";
 }
 
 // Decodes `positions` tokens of the micro model in `dtype` through a fused backend whose

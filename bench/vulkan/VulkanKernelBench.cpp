@@ -11,11 +11,11 @@
 // device microseconds (timestamps: the flush's first start to last end over its launches) and
 // weight bytes per device second, beside the wall time and the host's recording time per launch.
 // BM_VulkanQMatmulDirect/ROWS/COLS: the generated Q4_0 kernel dispatched directly (no backend),
-// each launch reading the next of enough weight buffers to be past the L2 cache and waiting for the one before (a barrier): microseconds a step from the
-// slope between 64 and 512 steps in one submission, and weight bytes per second of that.
-// BM_VulkanAttention/HEADS/KVHEADS/DIM/SEQ: a decode layer's attention (below).
-// SINTER_VK_QMATMUL changes the schedule (docs/ENVIRONMENT.md), so `bench/vulkan/run-h200.sh
-// kernels` sweeps it.
+// each launch reading the next of enough weight buffers to be past the L2 cache and waiting for the
+// one before (a barrier): microseconds a step from the slope between 64 and 512 steps in one
+// submission, and weight bytes per second of that. BM_VulkanAttention/HEADS/KVHEADS/DIM/SEQ: a
+// decode layer's attention (below). SINTER_VK_QMATMUL changes the schedule (docs/ENVIRONMENT.md),
+// so `bench/vulkan/run-h200.sh kernels` sweeps it.
 #include <algorithm>
 #include <array>
 #include <chrono>

@@ -805,10 +805,12 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
   // (or one that zeroed the attention scratch) is not kept: the next run's commands differ.
   // An overlapped flush (PlanArgs::mayFinishLater) returns right after its submission when
   // nothing of the run must outlive it on the host: a command buffer kept for replay, no
-  // staging (uploads, staged words, a read-back), no buffers to retire. Its timestamps are
-  // not read (SINTER_STATS=1 prints the kernel times of complete flushes only).
+  // staging (uploads, staged words, a read-back), no buffers to retire, and no kernel times to
+  // print (SINTER_STATS=1 waits for every piece so that each kernel is timed; otherwise an
+  // overlapped run's timestamps are not read).
   const bool keep = replay_ && !split && !zeroAttention;
   const bool noWait = args.mayFinishLater && keep && !readSpan.data && retired_.empty() &&
+                      !printTimes_ &&
                       device_->staging().remaining() == device_->staging().capacity();
   SINTER_RETURN_IF_ERROR(submitCommands(steps_.size(), keep, noWait));
   if (readSpan.data) { // the ring was reset after the wait, not overwritten: nothing runs now

@@ -632,6 +632,29 @@ TEST_F(VulkanBackendTest, StatsModeTimesEveryKernel) {
   EXPECT_GT(stats_->get().kernelSeconds, 0.0);
 }
 
+// With kernel times on (SINTER_STATS=1), an overlapped flush waits like any other, so that its
+// kernels are timed too.
+TEST_F(VulkanBackendTest, StatsModeTimesTheKernelsOfOverlappedFlushes) {
+  if (!device_->timestampsEnabled())
+    GTEST_SKIP() << "device has no compute-queue timestamps";
+  overlap_ = 1;
+  setenv("SINTER_STATS", "1", 1);
+  ComputeBackend &b = make();
+  unsetenv("SINTER_STATS");
+  auto &lazy = dynamic_cast<runtime::LazyBackend &>(b);
+  BufferHandle a = buffer(b, random(4096, 20)), y = b.allocate(4096 * 4).value();
+  const uint64_t noWaitBefore = device_->noWaitSubmissions();
+  testing::internal::CaptureStderr();
+  ASSERT_TRUE(b.add(a, a, y, 4096).ok()); // 1 pending after an add: an overlapped flush
+  ASSERT_TRUE(b.silu(y, y, 4096).ok());
+  ASSERT_TRUE(b.synchronize().ok());
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(lazy.stats().overlapFlushes, 1u);
+  EXPECT_EQ(device_->noWaitSubmissions(), noWaitBefore) << "timed pieces are waited for";
+  EXPECT_THAT(err, HasSubstr("sinter-stats: vulkan kernel #0 add_f32: "));
+  EXPECT_THAT(err, HasSubstr("sinter-stats: vulkan kernel #0 silu_f32: "));
+}
+
 // SINTER_VK_QMATMUL is read when a builder is made: words=1 changes the int8-x Q4_0 kernel,
 // words=4 is the default's, and empty or unknown items (or a key without a value) change nothing.
 TEST_F(VulkanBackendTest, QmatmulOverridesFromTheEnvironmentChangeTheKernel) {

@@ -333,9 +333,10 @@ TEST_F(VulkanFuzzTest, StackOffLaunchesTheProjectionsOneByOne) {
   EXPECT_TRUE(test::nmseWithin<float>(logits[0], logits[1], test::kQuantizedActivationTolerance));
 }
 
-// The validation layer's synchronization validation over a decode, fused and unfused: every
-// hazard between the plan's commands (dispatches, the parameter words' copy, the embedding
-// row's copy, the read of the logits) has its barrier, and the two agree.
+// The validation layer's synchronization validation over a decode, fused, unfused and fused with
+// overlapped flushes: every hazard between the plan's commands (dispatches, the parameter words'
+// copy, the embedding row's copy, the read of the logits), and between the overlapped pieces'
+// submissions, has its barrier; the three agree (the overlapped decode exactly with the fused).
 TEST_F(VulkanFuzzTest, SynchronizationValidationFindsNoHazardInADecode) {
   const char *env = std::getenv("SINTER_VK_VALIDATION");
   if (env && std::string(env) == "0")
@@ -349,7 +350,10 @@ TEST_F(VulkanFuzzTest, SynchronizationValidationFindsNoHazardInADecode) {
   absl::StatusOr<model::ModelWeights> w = model::generatePreset("micro", so);
   ASSERT_TRUE(w.ok()) << w.status();
   std::vector<std::vector<float>> logits;
-  for (bool fusion : {true, false}) {
+  // Fused, unfused, and fused with overlapped flushes (a piece at every add after 10 calls:
+  // submissions without a fence between them, where a missing dependency would show).
+  for (int mode : {0, 1, 2}) {
+    const bool fusion = mode != 1;
     BackendOptions o;
     o.kind = "vulkan";
     o.fusion = fusion;
@@ -357,6 +361,9 @@ TEST_F(VulkanFuzzTest, SynchronizationValidationFindsNoHazardInADecode) {
     v.device = device;
     v.builder = shared().builder;
     v.logFallbacks = false;
+    v.overlapCalls = mode == 2 ? 10 : 0;
+    v.overlapGrowth = 1;
+    const uint64_t noWaitBefore = device->noWaitSubmissions();
     absl::StatusOr<std::unique_ptr<ComputeBackend>> b = createVulkanBackend(o, v);
     ASSERT_TRUE(b.ok()) << b.status();
     auto d = model::Decoder::create(**b, *w);
@@ -365,12 +372,18 @@ TEST_F(VulkanFuzzTest, SynchronizationValidationFindsNoHazardInADecode) {
     // A hazard fails the flush (the plan checks the layer's messages after each).
     for (uint32_t pos = 0; pos < 3; ++pos) {
       absl::Status st = (*d)->step((pos * 37 + 5) % w->config.vocabSize, pos, absl::MakeSpan(got));
-      ASSERT_TRUE(st.ok()) << (fusion ? "fused" : "unfused") << ", position " << pos << ": " << st;
+      ASSERT_TRUE(st.ok()) << (mode == 2 ? "overlapped"
+                               : fusion  ? "fused"
+                                         : "unfused")
+                           << ", position " << pos << ": " << st;
     }
+    if (mode == 2)
+      EXPECT_GT(device->noWaitSubmissions(), noWaitBefore) << "the pieces ran without a wait";
     logits.push_back(got);
     runtime::vulkan::test::expectNoValidationMessages(*device);
   }
   EXPECT_TRUE(test::nmseWithin<float>(logits[0], logits[1], test::kQuantizedActivationTolerance));
+  EXPECT_EQ(logits[2], logits[0]) << "overlapped flushes run the same kernels";
 }
 
 // Attention split over the positions (attnsplit=4, scratch and an atomic merge per head) agrees

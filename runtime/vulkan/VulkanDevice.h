@@ -327,6 +327,10 @@ private:
   /// submitNoWait's serials: the last one handed out, and the last one known finished.
   uint64_t noWaitSerial_ ABSL_GUARDED_BY(submitMutex_) = 0;
   uint64_t finishedSerial_ ABSL_GUARDED_BY(submitMutex_) = 0;
+  /// submitAndWait (wait) or submitNoWait: the lost-device check, the fault hook, the submission
+  /// (with fence_ and its wait only when `wait`).
+  absl::Status submitLocked(VkCommandBuffer cmd, bool wait)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(submitMutex_);
   /// Waits for fence_ after a submission with it; marks every earlier submission finished.
   VkResult finishWithFence() ABSL_EXCLUSIVE_LOCKS_REQUIRED(submitMutex_);
   /// VulkanDeviceOptions::wait and spinLimitMicros after SINTER_VK_WAIT.

@@ -63,6 +63,10 @@ uint64_t VulkanDevice::queueSubmissions() const {
 
 absl::Status VulkanDevice::submitAndWait(VkCommandBuffer cmd) {
   absl::MutexLock lock(&submitMutex_);
+  return submitLocked(cmd, /*wait=*/true);
+}
+
+absl::Status VulkanDevice::submitLocked(VkCommandBuffer cmd, bool wait) {
   if (lost_)
     return absl::UnavailableError("vulkan: the device was lost earlier; recreate the backend");
   VkResult r = injectedFault_ != VK_SUCCESS ? injectedFault_
@@ -74,9 +78,9 @@ absl::Status VulkanDevice::submitAndWait(VkCommandBuffer cmd) {
     auto info = vkStruct<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
     info.commandBufferCount = 1;
     info.pCommandBuffers = &cmd;
-    r = vkQueueSubmit(queue_, 1, &info, fence_);
+    r = vkQueueSubmit(queue_, 1, &info, wait ? fence_ : VK_NULL_HANDLE);
     ++queueSubmissions_;
-    if (r == VK_SUCCESS) {
+    if (r == VK_SUCCESS && wait) {
       what = "vulkan: vkWaitForFences";
       r = finishWithFence();
     }
@@ -96,23 +100,7 @@ VkResult VulkanDevice::finishWithFence() {
 
 absl::StatusOr<uint64_t> VulkanDevice::submitNoWait(VkCommandBuffer cmd) {
   absl::MutexLock lock(&submitMutex_);
-  if (lost_)
-    return absl::UnavailableError("vulkan: the device was lost earlier; recreate the backend");
-  VkResult r = injectedFault_ != VK_SUCCESS ? injectedFault_
-                                            : VkResult(runtime::fault::injectedSubmitResult());
-  injectedFault_ = VK_SUCCESS;
-  const char *what = "vulkan: queue submission (injected fault)";
-  if (r == VK_SUCCESS) {
-    what = "vulkan: vkQueueSubmit";
-    auto info = vkStruct<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
-    info.commandBufferCount = 1;
-    info.pCommandBuffers = &cmd;
-    r = vkQueueSubmit(queue_, 1, &info, VK_NULL_HANDLE);
-    ++queueSubmissions_;
-  }
-  if (r == VK_ERROR_DEVICE_LOST)
-    lost_ = true;
-  SINTER_RETURN_IF_ERROR(vkStatus(r, what));
+  SINTER_RETURN_IF_ERROR(submitLocked(cmd, /*wait=*/false));
   return ++noWaitSerial_;
 }
 

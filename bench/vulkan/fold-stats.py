@@ -10,10 +10,13 @@ other small flushes are left out). Output: {"preset", "tokens", "kernel_us_per_t
 end), "gap_us_per_token" and "gap_us_per_dispatch" (idle time between dispatches),
 "widest_gap_us", "record_us_per_token" (host time before the submission: resolving the steps,
 and recording unless the kept command buffer is replayed), "dispatches_per_token", "kernels": [{"name", "launches_per_token", "us_per_token", "us_per_launch",
-"GB_per_s", "share"}...]} with the kernels sorted by time, slowest first.
+"GB_per_s", "of_peak", "share"}...]} with the kernels sorted by time, slowest first. "of_peak" is
+GB_per_s over the bandwidth the decode benchmark's floor uses (SINTER_PEAK_GBPS, default 4070:
+the issue's 4.07 TB/s), so the kernel furthest from the floor is the one with the lowest.
 """
 import collections
 import json
+import os
 import re
 import sys
 
@@ -51,6 +54,7 @@ def main():
             nbytes[name] += b
     tokens = len(steps)
     total = sum(f[1] for f in steps) / tokens
+    peak = float(os.environ.get("SINTER_PEAK_GBPS") or 4070.0)
     rows = []
     for name in sorted(time, key=lambda n: -time[n]):
         rows.append({
@@ -59,6 +63,7 @@ def main():
             "us_per_token": round(time[name] / tokens, 2),
             "us_per_launch": round(time[name] / count[name], 3),
             "GB_per_s": round(nbytes[name] / (time[name] * 1e3), 1) if time[name] else 0,
+            "of_peak": round(nbytes[name] / (time[name] * 1e3) / peak, 3) if time[name] else 0,
             "share": round(time[name] / tokens / total, 4) if total else 0,
         })
     mean = lambda i: round(sum(f[3][i] for f in steps) / tokens, 1)

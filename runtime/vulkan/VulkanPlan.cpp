@@ -223,7 +223,8 @@ private:
   }
   /// Reads the flush's timestamps into the stats (kernel time, span, host time) and, with
   /// printTimes_, prints a line per dispatch and one for the flush.
-  void collectTimes(const std::vector<uint32_t> &dispatchSteps, double recordSeconds);
+  void collectTimes(const std::vector<uint32_t> &dispatchSteps, double recordSeconds,
+                    absl::Span<const uint64_t> params);
 
   std::shared_ptr<VulkanDevice> device_;
   std::shared_ptr<VulkanCompiler::Shared> shared_;
@@ -819,7 +820,7 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
   }
   descriptors.trim();
   if (timed_ && !noWait)
-    collectTimes(dispatchSteps, hostSeconds_);
+    collectTimes(dispatchSteps, hostSeconds_, args.params);
   {
     absl::MutexLock lock(&shared_->mu);
     VulkanCompilerStats &st = shared_->stats;
@@ -846,8 +847,37 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
   return absl::OkStatus();
 }
 
-void VulkanPlanImpl::collectTimes(const std::vector<uint32_t> &dispatchSteps,
-                                  double recordSeconds) {
+namespace {
+
+/// The bytes a dispatch step reads and writes, for SINTER_STATS=1's GB/s: each member's
+/// workBytes with this run's integers (a plan parameter, such as attention's seq_len, is 0 in
+/// the plan's entry). Attention over heads counts each K and V range once: the query heads of
+/// one K/V head (grouped-query attention) read the same cache rows, and the floor counts them
+/// once too.
+double stepBytes(const Step &s, absl::Span<const uint64_t> params) {
+  double bytes = 0;
+  std::vector<std::array<uint64_t, 3>> seen; // (kind, cache buffer, kv_off) of K/V reads counted
+  for (const KernelMember &m : s.heads ? s.heads->members : s.members) {
+    const OpCall op = boundOp(m, params);
+    if (s.heads && (op.kind == OpKind::AttnScore || op.kind == OpKind::AttnValue)) {
+      const int kvOff = op.kind == OpKind::AttnScore ? 3 : 2; // SEMANTICS.md's argument order
+      std::array<uint64_t, 3> key{uint64_t(op.kind), op.buffers[1].id, op.ints[kvOff]};
+      if (std::find(seen.begin(), seen.end(), key) != seen.end())
+        continue;
+      seen.push_back(key);
+    }
+    int64_t ints[5];
+    for (int i = 0; i < 5; ++i)
+      ints[i] = static_cast<int64_t>(op.ints[i]);
+    bytes += double(codegen::workBytes(op.kind, op.dtype, ints));
+  }
+  return bytes;
+}
+
+} // namespace
+
+void VulkanPlanImpl::collectTimes(const std::vector<uint32_t> &dispatchSteps, double recordSeconds,
+                                  absl::Span<const uint64_t> params) {
   if (queries_ == VK_NULL_HANDLE || dispatchSteps.empty())
     return;
   std::vector<uint64_t> ticks(2 * dispatchSteps.size());
@@ -871,14 +901,7 @@ void VulkanPlanImpl::collectTimes(const std::vector<uint32_t> &dispatchSteps,
     }
     if (!printTimes_)
       continue;
-    double bytes = 0;
-    for (const KernelMember &m : s.heads ? s.heads->members : s.members) {
-      const OpCall &op = m.entry.op; // the integers of the trace that made the plan
-      int64_t ints[5];
-      for (int i = 0; i < 5; ++i)
-        ints[i] = static_cast<int64_t>(op.ints[i]);
-      bytes += double(codegen::workBytes(op.kind, op.dtype, ints));
-    }
+    const double bytes = stepBytes(s, params);
     std::fprintf(stderr, "sinter-stats: vulkan %s: %.3f us, %.0f bytes, %.2f GB/s\n",
                  stepName(dispatchSteps[q]).c_str(), seconds * 1e6, bytes,
                  seconds > 0 ? bytes / seconds * 1e-9 : 0.0);

@@ -632,6 +632,46 @@ TEST_F(VulkanBackendTest, StatsModeTimesEveryKernel) {
   EXPECT_GT(stats_->get().kernelSeconds, 0.0);
 }
 
+// SINTER_STATS=1's bytes of a generated attention launch over heads: this run's seq_len (a plan
+// parameter, 0 in the plan's entry), and each K/V head's cache rows once although two query
+// heads read them (what the decode benchmark's floor counts).
+TEST_F(VulkanBackendTest, StatsModeCountsAttentionBytesWithTheRunsSeqLenAndEachCacheRowOnce) {
+  if (!device_->timestampsEnabled())
+    GTEST_SKIP() << "device has no compute-queue timestamps";
+  setenv("SINTER_STATS", "1", 1);
+  BackendOptions options;
+  options.kind = "vulkan";
+  options.fusion = true;
+  VulkanBackendOptions vulkan;
+  vulkan.device = device_;
+  vulkan.stats = stats_;
+  auto backend = createVulkanBackend(options, vulkan); // the generated kernels
+  unsetenv("SINTER_STATS");
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  ComputeBackend &b = **backend;
+  const uint32_t heads = 4, kvHeads = 2, dim = 64, maxT = 16;
+  BufferHandle q = buffer(b, random(heads * dim, 41));
+  BufferHandle kc = buffer(b, random(maxT * kvHeads * dim, 42));
+  BufferHandle vc = buffer(b, random(maxT * kvHeads * dim, 43));
+  BufferHandle scores = b.allocate(maxT * 4).value(), out = b.allocate(heads * dim * 4).value();
+  for (uint32_t t : {8u, 12u, 16u}) { // later runs: one plan, seq_len its parameter
+    for (uint32_t h = 0; h < heads; ++h) {
+      const uint32_t kvOff = h / (heads / kvHeads) * dim;
+      ASSERT_TRUE(b.attnScore(q, kc, scores, dim, t, h * dim, kvOff, kvHeads * dim).ok());
+      ASSERT_TRUE(b.softmax(scores, scores, t).ok());
+      ASSERT_TRUE(b.attnValue(scores, vc, out, dim, t, kvOff, kvHeads * dim, h * dim).ok());
+    }
+    testing::internal::CaptureStderr();
+    ASSERT_TRUE(b.synchronize().ok());
+    std::string err = testing::internal::GetCapturedStderr();
+    // K and V: 2 K/V heads x t positions x 64 floats each; softmax: 4 heads x t x 8 bytes.
+    const uint64_t bytes = 2 * kvHeads * t * dim * 4 + heads * t * 8;
+    EXPECT_THAT(err, HasSubstr(absl::StrCat("attn_score_hd64_softmax_attn_value_heads: "))) << err;
+    EXPECT_THAT(err, HasSubstr(absl::StrCat(" us, ", bytes, " bytes, "))) << "seq_len " << t;
+  }
+  EXPECT_EQ(stats_->get().plans, 2u) << "the second trace's plan takes seq_len as a parameter";
+}
+
 // With kernel times on (SINTER_STATS=1), an overlapped flush waits like any other, so that its
 // kernels are timed too.
 TEST_F(VulkanBackendTest, StatsModeTimesTheKernelsOfOverlappedFlushes) {

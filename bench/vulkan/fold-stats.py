@@ -11,8 +11,9 @@ end), "gap_us_per_token" and "gap_us_per_dispatch" (idle time between dispatches
 "widest_gap_us", "record_us_per_token" (host time before the submission: resolving the steps,
 and recording unless the kept command buffer is replayed), "dispatches_per_token", "kernels": [{"name", "launches_per_token", "us_per_token", "us_per_launch",
 "GB_per_s", "of_peak", "share"}...]} with the kernels sorted by time, slowest first. "of_peak" is
-GB_per_s over the bandwidth the decode benchmark's floor uses (SINTER_PEAK_GBPS, default 4070:
-the issue's 4.07 TB/s), so the kernel furthest from the floor is the one with the lowest.
+GB_per_s over the floor's bandwidth (SINTER_PEAK_GBPS: run-h200.sh passes the device copy
+bandwidth the decode benchmark measured; default 4070, the issue's 4.07 TB/s), so the kernel
+furthest from the floor is the one with the lowest.
 """
 import collections
 import json

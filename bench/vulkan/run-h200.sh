@@ -112,13 +112,19 @@ if [ "$what" != tests ] && [ "$what" != sweep ] && [ "$what" != kernels ] && [ "
   # Per-kernel device times of the fused decode (SINTER_STATS=1 prints one line per dispatch
   # per flush: tens of MB), folded here into kernels.json: per kernel name, launches and
   # microseconds per token, bytes/s, and the share of the token's kernel time.
+  # of_peak there is over the device copy bandwidth the benchmark measured (the floor's), when it
+  # did; else over 4.07 TB/s.
+  floor_gbps=$(python3 -c 'import json, sys
+for b in json.load(open(sys.argv[1])).get("benchmarks", []):
+    if b.get("copy_GB_per_s"): print(round(b["copy_GB_per_s"], 1)); break' "$out/vulkan-decode.json" 2>/dev/null)
+  say "floor bandwidth for kernels.json: ${floor_gbps:-4070 (not measured)} GB/s"
   for preset in ${SINTER_BENCH_PRESETS:-tinyllama-1.1b llama-7b}; do
     preset=${preset//,/ }
     # The driver's statistics of each pipeline (SINTER_VK_PIPELINE_STATS=1) go to pipelines.txt.
     SINTER_STATS=1 SINTER_VK_PIPELINE_STATS=1 SINTER_BENCH_PRESETS=$preset timeout 100 \
       "$dest/bin/sinter-bench-vulkan-decode" --benchmark_filter=/fused/ --benchmark_min_time=0.01 \
       2>&1 | tee >(grep -a 'vulkan pipeline' | sed "s/^/$preset: /" >>"$out/pipelines.txt") |
-      python3 "$root/bench/vulkan/fold-stats.py" "$preset" >>"$out/kernels.json"
+      SINTER_PEAK_GBPS=${floor_gbps:-} python3 "$root/bench/vulkan/fold-stats.py" "$preset" >>"$out/kernels.json"
     say "stats run $preset exit ${PIPESTATUS[0]}"
   done
 fi
@@ -262,7 +268,8 @@ if os.path.exists(bench):
         row = {k: v for k, v in b.items() if k in ("name", "real_time", "time_unit", "error_message",
                "tokens_per_s", "GB_per_s", "hbm_fraction", "MB_per_token", "kernels_per_token",
                "dispatches_per_token", "submits_per_token", "barriers_per_token", "kernel_ms",
-               "copy_GB_per_s", "add_GB_per_s",
+               "copy_GB_per_s", "cmd_copy_GB_per_s", "add_GB_per_s", "floor_GB_per_s",
+               "floor_us_per_token", "floor_fraction",
                "plan_misses", "replays_per_token", "host_us_per_token", "queue_submits_per_token",
                "overlap_flushes_per_token", "wait_us_per_token", "outside_wait_us_per_token")}
         summary["bench"].append(row)

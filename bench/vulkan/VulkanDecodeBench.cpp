@@ -327,6 +327,8 @@ void BM_VulkanDecode(benchmark::State &state, std::string preset, Mode mode) {
   state.counters["read_us_per_token"] = perToken(&runtime::LazyStats::readSeconds);
   const double waitUs = (vkAfter.waitSeconds - vkBefore.waitSeconds) * 1e6 / tokens;
   state.counters["wait_us_per_token"] = waitUs;
+  state.counters["presubmit_us_per_token"] =
+      (vkAfter.presubmitSeconds - vkBefore.presubmitSeconds) * 1e6 / tokens;
   state.counters["outside_wait_us_per_token"] = seconds * 1e6 / tokens - waitUs;
   if (vkAfter.recordSeconds > vkBefore.recordSeconds) // timestamps on (SINTER_STATS=1)
     state.counters["host_us_per_token"] =

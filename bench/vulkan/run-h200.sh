@@ -158,7 +158,7 @@ decode_rows() {
   python3 -c '
 import json, sys
 keys = ("tokens_per_s", "between_flushes_us_per_token", "lookup_us_per_token", "run_us_per_token",
-        "wait_us_per_token", "outside_wait_us_per_token", "dispatches_per_token",
+        "presubmit_us_per_token", "wait_us_per_token", "outside_wait_us_per_token", "dispatches_per_token",
         "queue_submits_per_token", "overlap_flushes_per_token")
 for b in json.load(sys.stdin).get("benchmarks", []):
     row = {sys.argv[1]: sys.argv[2], "round": int(sys.argv[3]), "name": b["name"].split("/min")[0]}
@@ -271,7 +271,8 @@ if os.path.exists(bench):
                "copy_GB_per_s", "cmd_copy_GB_per_s", "add_GB_per_s", "floor_GB_per_s",
                "floor_us_per_token", "floor_fraction",
                "plan_misses", "replays_per_token", "host_us_per_token", "queue_submits_per_token",
-               "overlap_flushes_per_token", "wait_us_per_token", "outside_wait_us_per_token")}
+               "overlap_flushes_per_token", "wait_us_per_token", "outside_wait_us_per_token",
+               "presubmit_us_per_token", "lookup_us_per_token", "between_flushes_us_per_token")}
         summary["bench"].append(row)
 kernels = os.path.join(out, "kernels.json")
 if os.path.exists(kernels):

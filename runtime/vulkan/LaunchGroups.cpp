@@ -477,18 +477,40 @@ bool hasCacheTail(const Launch &launch) {
   return false;
 }
 
+SeqLenSources seqLenSources(absl::Span<const KernelMember> headMembers) {
+  SeqLenSources s;
+  for (const KernelMember &m : headMembers) {
+    const int i = m.entry.op.kind == OpKind::Softmax ? 0 : 1;
+    if (m.paramOf[i] >= 0) {
+      const uint32_t p = static_cast<uint32_t>(m.paramOf[i]);
+      if (std::find(s.params.begin(), s.params.end(), p) == s.params.end())
+        s.params.push_back(p);
+    } else if (!s.hasConstant) {
+      s.hasConstant = true;
+      s.constant = m.entry.op.ints[i];
+    } else {
+      s.constantsDiffer |= m.entry.op.ints[i] != s.constant;
+    }
+  }
+  return s;
+}
+
+bool seqLensAgree(const SeqLenSources &s, absl::Span<const uint64_t> params) {
+  if (s.constantsDiffer || (s.params.empty() && !s.hasConstant))
+    return false;
+  for (uint32_t p : s.params)
+    if (p >= params.size())
+      return false;
+  const uint64_t first = s.hasConstant ? s.constant : params[s.params[0]];
+  for (uint32_t p : s.params)
+    if (params[p] != first)
+      return false;
+  return true;
+}
+
 bool attentionUniform(absl::Span<const KernelMember> headMembers,
                       absl::Span<const uint64_t> params) {
-  if (headMembers.empty())
-    return false;
-  uint64_t seqLen = boundOp(headMembers[0], params).ints[1];
-  for (const KernelMember &m : headMembers) {
-    OpCall op = boundOp(m, params);
-    uint64_t v = op.kind == OpKind::Softmax ? op.ints[0] : op.ints[1];
-    if (v != seqLen)
-      return false;
-  }
-  return true;
+  return seqLensAgree(seqLenSources(headMembers), params);
 }
 
 } // namespace sinter::runtime::vulkan

@@ -77,6 +77,21 @@ std::vector<Launch> planLaunches(const Kernel &kernel, const LaunchOptions &opti
 /// True when a launch has a rope or copy_buffer_offset epilogue (LaunchOptions::cacheTails).
 bool hasCacheTail(const Launch &launch);
 
+/// Where the seq_len of an Attention launch's heads (attn_score's and attn_value's, softmax's
+/// size) comes from: the plan parameters, each once, and the constant of those that are not
+/// parameters. Worked out once per plan, so that a run compares a few words instead of binding
+/// every member (a tinyllama-1.1b token has 22 attention launches of 96 members).
+struct SeqLenSources {
+  std::vector<uint32_t> params;
+  bool hasConstant = false;
+  uint64_t constant = 0;
+  bool constantsDiffer = false; ///< two members' constants differ: never uniform
+};
+SeqLenSources seqLenSources(absl::Span<const KernelMember> headMembers);
+
+/// True when every source's value this run is the same (seqLenSources).
+bool seqLensAgree(const SeqLenSources &sources, absl::Span<const uint64_t> params);
+
 /// For an Attention launch's headMembers: true when every head's seq_len (and softmax size)
 /// bound for this run equals head 0's, so the generated kernel computes what the members would.
 bool attentionUniform(absl::Span<const KernelMember> headMembers,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/vulkan/HazardTracker.h"
+#include "runtime/vulkan/LaunchGroups.h"
 #include "runtime/vulkan/VulkanPlan.h"
 #include "support/KernelProgram.h"
 
@@ -18,6 +19,8 @@ namespace sinter::runtime::vulkan {
 // The single-op launches an attention step falls back to when its heads disagree at run time.
 struct HeadFallback {
   std::vector<KernelMember> members;
+  /// Where the members' seq_len come from (attentionUniform's check without binding them).
+  SeqLenSources seqLens;
   std::vector<const VulkanCompiler::Built *> built;
   std::vector<StepAccesses> access;
   std::array<uint32_t, 7> words{};

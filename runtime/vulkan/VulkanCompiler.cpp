@@ -196,6 +196,7 @@ absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const Kerne
         if (launch.kind == Launch::Kind::Attention) {
           auto heads = std::make_shared<HeadFallback>();
           heads->members = launch.headMembers;
+          heads->seqLens = seqLenSources(launch.headMembers);
           heads->words = launch.attentionWords;
           for (const KernelMember &m : launch.headMembers) {
             SINTER_ASSIGN_OR_RETURN(const Built *b, singleKernel(m, k, kernel));

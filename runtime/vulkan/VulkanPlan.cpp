@@ -218,7 +218,7 @@ private:
   /// it of the next attention step before the loop reaches that step.
   bool headsAgree(size_t i, const PlanArgs &args) {
     if (uniform_[i] == 0)
-      uniform_[i] = attentionUniform(steps_[i].heads->members, args.params) ? 1 : 2;
+      uniform_[i] = seqLensAgree(steps_[i].heads->seqLens, args.params) ? 1 : 2;
     return uniform_[i] == 1;
   }
   /// Reads the flush's timestamps into the stats (kernel time, span, host time) and, with
@@ -681,7 +681,7 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
   recordStart_ = std::chrono::steady_clock::now();
   barriers_ = submissions_ = copies_ = uploads_ = dispatched_ = fusedDispatched_ = 0;
   recordings_ = replays_ = 0;
-  waitSeconds_ = 0;
+  waitSeconds_ = hostSeconds_ = 0;
   uint64_t messagesBefore = checkValidation_ ? device_->validationLog().count : 0;
   DescriptorCache &descriptors = device_->descriptors();
   descriptors.invalidateIfBuffersDestroyed(device_->memory().destroyedBlocks());
@@ -835,6 +835,7 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
     st.replays += replays_;
     st.deadScores += deadScores_;
     st.waitSeconds += waitSeconds_;
+    st.presubmitSeconds += hostSeconds_;
   }
   if (checkValidation_) {
     ValidationLog log = device_->validationLog();

@@ -100,6 +100,10 @@ struct VulkanCompilerStats {
   double recordSeconds = 0;
   /// The runs' host time from submitting to the fence signalling (always measured).
   double waitSeconds = 0;
+  /// The runs' host time from their start to their last submission: resolving the steps,
+  /// writing the parameter words, recording or replaying (always measured). In a run of one
+  /// submission the device is idle through it.
+  double presubmitSeconds = 0;
   /// Command buffers recorded by runs, and runs that submitted the command buffer an earlier
   /// run recorded (same buffers, grids and barriers; only the parameter words written anew).
   uint64_t recordings = 0;

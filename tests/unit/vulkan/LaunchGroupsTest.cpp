@@ -362,6 +362,38 @@ TEST(LaunchGroupsTest, AttentionChecksAtRunTimeThatEveryHeadSeesTheSameSeqLen) {
   std::vector<uint64_t> same(6, 9), differ{9, 9, 9, 9, 8, 9};
   EXPECT_TRUE(attentionUniform(l[0].headMembers, same));
   EXPECT_FALSE(attentionUniform(l[0].headMembers, differ));
+  // The plan's precomputed form: every parameter once, compared without binding the members.
+  SeqLenSources sources = seqLenSources(l[0].headMembers);
+  EXPECT_EQ(sources.params, (std::vector<uint32_t>{0, 1, 2, 3, 4, 5}));
+  EXPECT_FALSE(sources.hasConstant);
+  EXPECT_TRUE(seqLensAgree(sources, same));
+  EXPECT_FALSE(seqLensAgree(sources, differ));
+  EXPECT_FALSE(seqLensAgree(sources, std::vector<uint64_t>(5, 9))) << "a parameter out of range";
+}
+
+TEST(LaunchGroupsTest, SeqLenSourcesMixParametersAndConstants) {
+  // The members of two heads: head 0's three seq_len are parameter 3 (shared), head 1's stay
+  // the constant 5 (planLaunches asks for head 0's kind everywhere; the check itself does not).
+  Kernel k = kernelOf(heads(2, 1, 16, 5));
+  ASSERT_EQ(k.ops.size(), 6u);
+  for (size_t i = 0; i < 3; ++i)
+    k.ops[i].paramOf[k.ops[i].entry.op.kind == OpKind::Softmax ? 0 : 1] = 3;
+  SeqLenSources sources = seqLenSources(k.ops);
+  EXPECT_EQ(sources.params, (std::vector<uint32_t>{3}));
+  EXPECT_TRUE(sources.hasConstant);
+  EXPECT_EQ(sources.constant, 5u);
+  EXPECT_FALSE(sources.constantsDiffer);
+  EXPECT_TRUE(seqLensAgree(sources, std::vector<uint64_t>{0, 0, 0, 5}));
+  EXPECT_FALSE(seqLensAgree(sources, std::vector<uint64_t>{5, 5, 5, 6}));
+  for (const std::vector<uint64_t> &params :
+       {std::vector<uint64_t>{0, 0, 0, 5}, std::vector<uint64_t>{5, 5, 5, 6}})
+    EXPECT_EQ(seqLensAgree(sources, params), attentionUniform(k.ops, params));
+  // Constants that differ never agree.
+  SeqLenSources differ;
+  differ.hasConstant = true;
+  differ.constant = 5;
+  differ.constantsDiffer = true;
+  EXPECT_FALSE(seqLensAgree(differ, {}));
 }
 
 } // namespace

@@ -197,6 +197,7 @@ TEST_F(VulkanBackendTest, ChainRunsInOneSubmissionWithABarrierPerDependency) {
   EXPECT_EQ(s.dispatches, 3u);
   EXPECT_EQ(s.barriers, 2u) << "mul reads add's output, silu reads mul's";
   EXPECT_GT(s.waitSeconds, 0.0) << "the host waited for the fence";
+  EXPECT_GT(s.presubmitSeconds, 0.0) << "the host resolved and recorded before submitting";
   ReferenceBackend ref;
   BufferHandle ra = buffer(ref, a), rc = buffer(ref, c);
   BufferHandle rt = ref.allocate(n * 4).value(), ru = ref.allocate(n * 4).value(),

@@ -370,15 +370,14 @@ TEST_F(VulkanFuzzTest, SynchronizationValidationFindsNoHazardInADecode) {
     ASSERT_TRUE(d.ok()) << d.status();
     std::vector<float> got(w->config.vocabSize);
     // A hazard fails the flush (the plan checks the layer's messages after each).
+    const char *what = mode == 2 ? "overlapped" : fusion ? "fused" : "unfused";
     for (uint32_t pos = 0; pos < 3; ++pos) {
       absl::Status st = (*d)->step((pos * 37 + 5) % w->config.vocabSize, pos, absl::MakeSpan(got));
-      ASSERT_TRUE(st.ok()) << (mode == 2 ? "overlapped"
-                               : fusion  ? "fused"
-                                         : "unfused")
-                           << ", position " << pos << ": " << st;
+      ASSERT_TRUE(st.ok()) << what << ", position " << pos << ": " << st;
     }
-    if (mode == 2)
+    if (mode == 2) {
       EXPECT_GT(device->noWaitSubmissions(), noWaitBefore) << "the pieces ran without a wait";
+    }
     logits.push_back(got);
     runtime::vulkan::test::expectNoValidationMessages(*device);
   }

@@ -8,7 +8,8 @@ and a summary line
 Only the flushes with the most dispatches count (the decode steps; the warm-up's uploads and
 other small flushes are left out). Output: {"preset", "tokens", "kernel_us_per_token", "span_us_per_token" (first start to last
 end), "gap_us_per_token" and "gap_us_per_dispatch" (idle time between dispatches),
-"widest_gap_us", "record_us_per_token" (host time before the submission: resolving the steps,
+"widest_gap_us", "widest_gap_before" (the dispatches each token's widest gap preceded, with how
+many tokens: the three most frequent), "record_us_per_token" (host time before the submission: resolving the steps,
 and recording unless the kept command buffer is replayed), "dispatches_per_token", "kernels": [{"name", "launches_per_token", "us_per_token", "us_per_launch",
 "GB_per_s", "of_peak", "share"}...]} with the kernels sorted by time, slowest first. "of_peak" is
 GB_per_s over the floor's bandwidth (SINTER_PEAK_GBPS: run-h200.sh passes the device copy
@@ -24,7 +25,8 @@ import sys
 KERNEL = re.compile(r"sinter-stats: vulkan kernel #\d+ (\S+): ([\d.]+) us, (\d+) bytes")
 FLUSH = re.compile(r"sinter-stats: vulkan flush: (\d+) dispatches, ([\d.]+) us of kernel time"
                    r"(?:, ([\d.]+) us from first start to last end, ([\d.]+) us of gaps between "
-                   r"dispatches \(widest ([\d.]+) us\), ([\d.]+) us (?:recording|on the host))?")
+                   r"dispatches \(widest ([\d.]+) us(?:, before (kernel #\d+ \S+))?\), ([\d.]+) us "
+                   r"(?:recording|on the host))?")
 
 
 def main():
@@ -37,8 +39,9 @@ def main():
             continue
         m = FLUSH.match(line)
         if m:
-            extra = [float(g) if g else 0.0 for g in m.groups()[2:]]
-            flushes.append((int(m.group(1)), float(m.group(2)), current, extra))
+            g = m.groups()
+            extra = [float(x) if x else 0.0 for x in (g[2], g[3], g[4], g[6])]
+            flushes.append((int(m.group(1)), float(m.group(2)), current, extra, g[5] or ""))
             current = []
     if not flushes:
         print(json.dumps({"preset": preset, "error": "no sinter-stats lines"}))
@@ -48,7 +51,7 @@ def main():
     time = collections.defaultdict(float)
     count = collections.Counter()
     nbytes = collections.defaultdict(int)
-    for _, _, kernels, _ in steps:
+    for _, _, kernels, _, _ in steps:
         for name, us, b in kernels:
             time[name] += us
             count[name] += 1
@@ -68,10 +71,13 @@ def main():
             "share": round(time[name] / tokens / total, 4) if total else 0,
         })
     mean = lambda i: round(sum(f[3][i] for f in steps) / tokens, 1)
+    # Where each token's widest gap fell: the dispatch after it, counted over the tokens.
+    widest_before = collections.Counter(f[4] for f in steps if f[4])
     print(json.dumps({"preset": preset, "tokens": tokens, "kernel_us_per_token": round(total, 1),
                       "span_us_per_token": mean(0), "gap_us_per_token": mean(1),
                       "gap_us_per_dispatch": round(mean(1) / max(most - 1, 1), 3),
                       "widest_gap_us": round(max(f[3][2] for f in steps), 1),
+                      "widest_gap_before": dict(widest_before.most_common(3)),
                       "record_us_per_token": mean(3), "dispatches_per_token": most,
                       "kernels": rows}))
 

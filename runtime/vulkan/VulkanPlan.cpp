@@ -889,6 +889,7 @@ void VulkanPlanImpl::collectTimes(const std::vector<uint32_t> &dispatchSteps, do
   if (r != VK_SUCCESS)
     return;
   double period = device_->caps().timestampPeriod, total = 0, gaps = 0, widest = 0;
+  size_t widestBefore = 0; // the dispatch the widest gap precedes
   for (size_t q = 0; q < dispatchSteps.size(); ++q) {
     const Step &s = steps_[dispatchSteps[q]];
     double seconds = double(ticks[2 * q + 1] - ticks[2 * q]) * period * 1e-9;
@@ -898,7 +899,10 @@ void VulkanPlanImpl::collectTimes(const std::vector<uint32_t> &dispatchSteps, do
       // with no barrier between them, leave no gap).
       double gap = double(ticks[2 * q] - ticks[2 * q - 1]) * period * 1e-9;
       gaps += gap;
-      widest = std::max(widest, gap);
+      if (gap > widest) {
+        widest = gap;
+        widestBefore = q;
+      }
     }
     if (!printTimes_)
       continue;
@@ -911,10 +915,11 @@ void VulkanPlanImpl::collectTimes(const std::vector<uint32_t> &dispatchSteps, do
   if (printTimes_)
     std::fprintf(stderr,
                  "sinter-stats: vulkan flush: %zu dispatches, %.3f us of kernel time, %.3f us from "
-                 "first start to last end, %.3f us of gaps between dispatches (widest %.3f us), "
+                 "first start to last end, %.3f us of gaps between dispatches (widest %.3f us, "
+                 "before %s), "
                  "%.3f us on the host before submitting (%s)\n",
                  dispatchSteps.size(), total * 1e6, span * 1e6, gaps * 1e6, widest * 1e6,
-                 recordSeconds * 1e6,
+                 stepName(dispatchSteps[widestBefore]).c_str(), recordSeconds * 1e6,
                  replays_ > 0 ? "replayed the kept command buffer" : "recorded");
   absl::MutexLock lock(&shared_->mu);
   shared_->stats.kernelSeconds += total;

@@ -518,10 +518,6 @@ TEST_F(VulkanBackendTest, EagerModeRunsAndWaitsForEveryCall) {
   EXPECT_EQ(stats_->get().barriers, 0u) << "one op per command buffer";
 }
 
-// copy_from_device of a buffer the pending work writes: the flush's own submission copies the
-// bytes out (a decode step's logits: one submission a token, not two), and the same read every
-// flush keeps the command buffer replayed. A read of a buffer no pending work touches, and a
-// read of part of a buffer, come back right too.
 // Overlapped flushes (LazyBackendOptions::overlapCalls): an add that leaves 2 calls pending
 // flushes them without waiting for the device, and everything after must still see that work
 // done: the next flush's kernels, a read, a write of a buffer the running work reads (it lands
@@ -573,6 +569,10 @@ TEST_F(VulkanBackendTest, OverlappedFlushesReturnBeforeTheDeviceAndOrderWhatFoll
     ASSERT_EQ(gotY[i], (a[i] + c[i]) + c[i]) << "y at " << i;
 }
 
+// copy_from_device of a buffer the pending work writes: the flush's own submission copies the
+// bytes out (a decode step's logits: one submission a token, not two), and the same read every
+// flush keeps the command buffer replayed. A read of a buffer no pending work touches, and a
+// read of part of a buffer, come back right too.
 TEST_F(VulkanBackendTest, AReadOfPendingWorkComesBackInTheFlushSubmission) {
   ComputeBackend &b = make();
   auto &lazy = dynamic_cast<runtime::LazyBackend &>(b);

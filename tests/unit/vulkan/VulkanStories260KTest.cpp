@@ -30,46 +30,74 @@ std::string modelPath() {
   return std::string(env ? env : SINTER_SHARED_DIR) + "/models/stories260K.bin";
 }
 
+// What both tests need: the model, the SPIR-V generator and a Vulkan device (each missing one
+// skips, saying which), a `vulkan` backend on that device, and the greedy decode of the golden's
+// length from token 1 (the decoder made first: its weight uploads are not the decode's).
+class Stories260KOnVulkan : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (!haveSpirvCodegen())
+      GTEST_SKIP() << "the SPIR-V code generator is not in this build";
+    auto weights = model::loadLlama2c(modelPath());
+    if (!weights.ok())
+      GTEST_SKIP() << "stories260K.bin not loadable at " << modelPath()
+                   << " (needs ../shared): " << weights.status();
+    weights_ = std::move(*weights);
+    device_ = runtime::vulkan::test::makeDevice();
+    if (!device_)
+      GTEST_SKIP() << "no Vulkan device on this machine";
+  }
+
+  /// A `vulkan` backend on the test's device with these options (device, stats sink and quiet
+  /// fallbacks filled in); null after a failed assertion.
+  std::unique_ptr<ComputeBackend> makeBackend(bool fusion, VulkanBackendOptions vulkan) {
+    BackendOptions options;
+    options.kind = "vulkan";
+    options.fusion = fusion;
+    vulkan.device = device_;
+    vulkan.stats = stats_;
+    vulkan.logFallbacks = false;
+    auto backend = createVulkanBackend(options, vulkan);
+    EXPECT_TRUE(backend.ok()) << backend.status();
+    return backend.ok() ? std::move(*backend) : nullptr;
+  }
+
+  /// The greedy tokens `decoder` makes after token 1, as many as the golden has.
+  static absl::StatusOr<std::vector<uint32_t>> decode(model::Decoder &decoder) {
+    model::Sampler greedy({});
+    const uint32_t prompt[] = {1};
+    return model::generate(decoder, prompt, uint32_t(kGolden.size()), greedy, 1u);
+  }
+
+  model::ModelWeights weights_;
+  std::shared_ptr<runtime::vulkan::VulkanDevice> device_;
+  std::shared_ptr<runtime::vulkan::VulkanStatsSink> stats_ =
+      std::make_shared<runtime::vulkan::VulkanStatsSink>();
+};
+
 struct Mode {
   bool fusion;
   bool replay;
 };
 
-class VulkanStories260K : public ::testing::TestWithParam<Mode> {};
+class VulkanStories260K : public Stories260KOnVulkan, public ::testing::WithParamInterface<Mode> {};
 
 TEST_P(VulkanStories260K, DecodesTheGolden) {
-  if (!haveSpirvCodegen())
-    GTEST_SKIP() << "the SPIR-V code generator is not in this build";
-  auto weights = model::loadLlama2c(modelPath());
-  if (!weights.ok())
-    GTEST_SKIP() << "stories260K.bin not loadable at " << modelPath()
-                 << " (needs ../shared): " << weights.status();
-  std::shared_ptr<runtime::vulkan::VulkanDevice> device = runtime::vulkan::test::makeDevice();
-  if (!device)
-    GTEST_SKIP() << "no Vulkan device on this machine";
-  BackendOptions options;
-  options.kind = "vulkan";
   const Mode mode = GetParam();
-  options.fusion = mode.fusion;
   VulkanBackendOptions vulkan;
   vulkan.replay = mode.replay;
-  vulkan.device = device;
-  vulkan.stats = std::make_shared<runtime::vulkan::VulkanStatsSink>();
-  vulkan.logFallbacks = false;
-  auto backend = createVulkanBackend(options, vulkan);
-  ASSERT_TRUE(backend.ok()) << backend.status();
-  auto decoder = model::Decoder::create(**backend, *weights);
+  std::unique_ptr<ComputeBackend> backend = makeBackend(mode.fusion, vulkan);
+  ASSERT_TRUE(backend);
+  auto decoder = model::Decoder::create(*backend, weights_);
   ASSERT_TRUE(decoder.ok()) << decoder.status();
-  model::Sampler greedy({});
-  const uint32_t prompt[] = {1};
-  const uint64_t runsBefore = vulkan.stats->get().runs;
-  const uint64_t submitsBefore = device->queueSubmissions();
-  auto tokens = model::generate(**decoder, prompt, uint32_t(kGolden.size()), greedy, 1u);
+  const uint64_t runsBefore = stats_->get().runs;
+  const uint64_t submitsBefore = device_->queueSubmissions();
+  auto tokens = decode(**decoder);
   ASSERT_TRUE(tokens.ok()) << tokens.status();
   EXPECT_EQ(*tokens, kGolden);
-  runtime::vulkan::VulkanCompilerStats s = vulkan.stats->get();
+  runtime::vulkan::VulkanCompilerStats s = stats_->get();
   // One queue submission a token, the logits' read-back included (it ends the flush's commands).
-  EXPECT_EQ(device->queueSubmissions() - submitsBefore, s.runs - runsBefore);
+  EXPECT_EQ(device_->queueSubmissions() - submitsBefore, s.runs - runsBefore);
   EXPECT_EQ(s.runs - runsBefore, kGolden.size()) << "a flush a token";
   EXPECT_GE(s.runs, kGolden.size());
   EXPECT_EQ(s.submissions, s.runs) << "one submission per flush";
@@ -102,57 +130,42 @@ TEST_P(VulkanStories260K, DecodesTheGolden) {
   } else {
     EXPECT_EQ(s.replays, 0u);
   }
-  runtime::vulkan::test::expectNoValidationMessages(*device);
+  runtime::vulkan::test::expectNoValidationMessages(*device_);
 }
 
 // Overlapped flushes (VulkanBackendOptions::overlapCalls): every residual add that leaves 30
 // calls pending flushes them without waiting, so a token is several submissions that the device
 // runs while the engine records the rest. The same golden comes out, the pieces cut between
 // fused kernels (31 launches a token, as one flush makes), and the pieces do not wait.
-TEST(VulkanStories260KOverlap, OverlappedFlushesDecodeTheGolden) {
-  if (!haveSpirvCodegen())
-    GTEST_SKIP() << "the SPIR-V code generator is not in this build";
-  auto weights = model::loadLlama2c(modelPath());
-  if (!weights.ok())
-    GTEST_SKIP() << "stories260K.bin not loadable at " << modelPath()
-                 << " (needs ../shared): " << weights.status();
-  std::shared_ptr<runtime::vulkan::VulkanDevice> device = runtime::vulkan::test::makeDevice();
-  if (!device)
-    GTEST_SKIP() << "no Vulkan device on this machine";
-  BackendOptions options;
-  options.kind = "vulkan";
-  options.fusion = true;
+using VulkanStories260KOverlap = Stories260KOnVulkan;
+
+TEST_F(VulkanStories260KOverlap, OverlappedFlushesDecodeTheGolden) {
   VulkanBackendOptions vulkan;
-  vulkan.device = device;
-  vulkan.stats = std::make_shared<runtime::vulkan::VulkanStatsSink>();
-  vulkan.logFallbacks = false;
   vulkan.overlapCalls = 30;
   vulkan.overlapGrowth = 1; // every piece 30 calls or more: a piece a layer
-  auto backend = createVulkanBackend(options, vulkan);
-  ASSERT_TRUE(backend.ok()) << backend.status();
-  auto &lazy = dynamic_cast<runtime::LazyBackend &>(**backend);
-  auto decoder = model::Decoder::create(**backend, *weights);
+  std::unique_ptr<ComputeBackend> backend = makeBackend(/*fusion=*/true, vulkan);
+  ASSERT_TRUE(backend);
+  auto &lazy = dynamic_cast<runtime::LazyBackend &>(*backend);
+  auto decoder = model::Decoder::create(*backend, weights_);
   ASSERT_TRUE(decoder.ok()) << decoder.status();
-  model::Sampler greedy({});
-  const uint32_t prompt[] = {1};
-  const uint64_t runsBefore = vulkan.stats->get().runs;
-  const uint64_t noWaitBefore = device->noWaitSubmissions();
+  const uint64_t runsBefore = stats_->get().runs;
+  const uint64_t noWaitBefore = device_->noWaitSubmissions();
   const uint64_t overlapsBefore = lazy.stats().overlapFlushes;
-  auto tokens = model::generate(**decoder, prompt, uint32_t(kGolden.size()), greedy, 1u);
+  auto tokens = decode(**decoder);
   ASSERT_TRUE(tokens.ok()) << tokens.status();
   EXPECT_EQ(*tokens, kGolden);
-  runtime::vulkan::VulkanCompilerStats s = vulkan.stats->get();
+  runtime::vulkan::VulkanCompilerStats s = stats_->get();
   const uint64_t overlaps = lazy.stats().overlapFlushes - overlapsBefore;
   // stories260K's layers are about 40 calls: a piece every layer, the last one with the logits.
   EXPECT_EQ(overlaps, 5u * kGolden.size());
   EXPECT_EQ(s.runs - runsBefore, overlaps + kGolden.size());
   // All but the first two tokens' pieces (compiled, the second time with the position as a
   // parameter; a new plan zeroes attention's scratch first) run without a wait.
-  EXPECT_GE(device->noWaitSubmissions() - noWaitBefore, overlaps - 10u);
+  EXPECT_GE(device_->noWaitSubmissions() - noWaitBefore, overlaps - 10u);
   EXPECT_EQ(s.fusedFallbacks, 0u);
   EXPECT_EQ(s.fusedDispatches, 31u * kGolden.size()) << "the pieces cut between fused kernels";
   EXPECT_LE(s.plans, 16u) << "a plan a piece, then replayed";
-  runtime::vulkan::test::expectNoValidationMessages(*device);
+  runtime::vulkan::test::expectNoValidationMessages(*device_);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, VulkanStories260K,

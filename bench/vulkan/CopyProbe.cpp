@@ -3,8 +3,6 @@
 #include "bench/vulkan/CopyProbe.h"
 
 #include <algorithm>
-#include <chrono>
-#include <cstring>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -113,16 +111,15 @@ absl::StatusOr<double> measureCopyBandwidth(runtime::vulkan::VulkanDevice &devic
                           assembledKernel(kCopyKernel, "copy_probe", 4, 256));
   // 2048 invocations for each of 132 cores, fewer where the largest binding holds fewer than 8
   // passes of the grid's loop (lavapipe: 128 MiB); both sizes are whole passes.
-  const uint64_t most = std::min<uint64_t>(1ull << 30, device.caps().maxStorageBufferRange);
   uint32_t groups = 132 * 2048 / 256;
-  while (groups > 1 && most / (uint64_t(groups) * 256 * 4 * 16) < 8)
+  auto perPass = [&] { return uint64_t(groups) * 256 * 4 * 16; };
+  while (groups > 1 && probeSizes(device, perPass()).small == 0)
     groups /= 2;
-  const uint64_t perPass = uint64_t(groups) * 256 * 4 * 16;
-  const uint64_t big = most / perPass * perPass, small = big / 8 / perPass * perPass;
+  const auto [small, big] = probeSizes(device, perPass());
   if (small == 0)
-    return absl::FailedPreconditionError(
-        absl::StrCat("copy probe: the device's largest binding (", most,
-                     " bytes) is below eight passes of the grid (", perPass, " bytes each)"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "copy probe: the device's largest binding (", device.caps().maxStorageBufferRange,
+        " bytes) is below eight passes of the grid (", perPass(), " bytes each)"));
   SINTER_ASSIGN_OR_RETURN(runtime::vulkan::BufferRef src, device.createBuffer(big));
   absl::StatusOr<runtime::vulkan::BufferRef> dst = device.createBuffer(big);
   if (!dst.ok()) {
@@ -146,14 +143,9 @@ absl::StatusOr<double> measureCopyBandwidth(runtime::vulkan::VulkanDevice &devic
     release();
     return filled;
   }
-  auto pass = [&](uint64_t bytes) -> absl::StatusOr<double> {
-    const uint32_t n = static_cast<uint32_t>(bytes / 16);
-    std::vector<uint8_t> push(4);
-    std::memcpy(push.data(), &n, 4);
-    runtime::vulkan::BufferRef refs[2] = {src, *dst};
-    auto start = std::chrono::steady_clock::now();
-    SINTER_RETURN_IF_ERROR(device.dispatchOnce(kernel, refs, push, {groups, 1, 1}));
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const runtime::vulkan::BufferRef refs[2] = {src, *dst};
+  auto pass = [&](uint64_t bytes) {
+    return timedDispatch(device, kernel, refs, static_cast<uint32_t>(bytes / 16), groups);
   };
   std::vector<double> slopes;
   absl::Status status = absl::OkStatus();

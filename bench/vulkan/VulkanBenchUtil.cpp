@@ -2,6 +2,7 @@
 // kernel's SPIR-V text assembled into a kernel binary, and random Q4_0 weights.
 #include "bench/vulkan/VulkanBenchUtil.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -20,6 +21,25 @@ absl::StatusOr<runtime::vulkan::KernelBinary> assembledKernel(const std::string 
   k.pushConstantBytes = pushBytes;
   k.localSize = {wg, 1, 1};
   return k;
+}
+
+ProbeSizes probeSizes(const runtime::vulkan::VulkanDevice &device, uint64_t perPass) {
+  const uint64_t most = std::min<uint64_t>(1ull << 30, device.caps().maxStorageBufferRange);
+  ProbeSizes sizes;
+  sizes.big = most / perPass * perPass;
+  sizes.small = most / 8 / perPass * perPass;
+  return sizes;
+}
+
+absl::StatusOr<double> timedDispatch(runtime::vulkan::VulkanDevice &device,
+                                     const runtime::vulkan::KernelBinary &kernel,
+                                     absl::Span<const runtime::vulkan::BufferRef> buffers,
+                                     uint32_t n, uint32_t groups) {
+  std::vector<uint8_t> push(4);
+  std::memcpy(push.data(), &n, 4);
+  auto start = Clock::now();
+  SINTER_RETURN_IF_ERROR(device.dispatchOnce(kernel, buffers, push, {groups, 1, 1}));
+  return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 std::vector<uint8_t> randomQ4_0(int64_t rows, int64_t cols, uint64_t &state) {

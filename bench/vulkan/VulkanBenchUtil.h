@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "runtime/vulkan/VulkanDevice.h"
 #include "sinter/Status.h"
 
@@ -27,6 +28,22 @@ using Clock = std::chrono::steady_clock;
 absl::StatusOr<runtime::vulkan::KernelBinary> assembledKernel(const std::string &text,
                                                               std::string name, uint32_t pushBytes,
                                                               uint32_t wg, uint32_t numBuffers = 2);
+
+/// The two sizes a streaming probe times, so that the slope between them cancels the
+/// submission: the device's largest binding up to 1 GiB and an eighth of it, each a whole number
+/// of `perPass` bytes (one pass of the probe's grid); `small` is 0 when the binding holds fewer
+/// than eight passes.
+struct ProbeSizes {
+  uint64_t small = 0, big = 0;
+};
+ProbeSizes probeSizes(const runtime::vulkan::VulkanDevice &device, uint64_t perPass);
+
+/// The wall seconds of one submit-and-wait dispatch of `kernel` (`groups` workgroups) over
+/// `buffers`, with `n` as its one push-constant word.
+absl::StatusOr<double> timedDispatch(runtime::vulkan::VulkanDevice &device,
+                                     const runtime::vulkan::KernelBinary &kernel,
+                                     absl::Span<const runtime::vulkan::BufferRef> buffers,
+                                     uint32_t n, uint32_t groups);
 
 /// Q4_0 weights of `rows` x `cols` with random quants and scales near 2^-10 (no NaN or Inf);
 /// splitmix64, 8 bytes a step, so that hundreds of MB take a fraction of a second.

@@ -170,8 +170,7 @@ void BM_VulkanReadProbe(benchmark::State &state) {
   const uint32_t groups = 132 * 2 * 1024 / wg;
   const uint64_t perPass = uint64_t(groups) * wg * unroll * vec * 4; // bytes one iteration reads
   // 1 GiB, or the largest binding the device allows (lavapipe: 128 MiB), and an eighth of it.
-  const uint64_t most = std::min<uint64_t>(1ull << 30, (*device)->caps().maxStorageBufferRange);
-  const uint64_t big = most / perPass * perPass, small = most / 8 / perPass * perPass;
+  const auto [small, big] = probeSizes(**device, perPass);
   if (small == 0) {
     state.SkipWithError("the device's largest binding is below one pass of the grid");
     return;
@@ -182,14 +181,9 @@ void BM_VulkanReadProbe(benchmark::State &state) {
     state.SkipWithError("cannot allocate the probe's buffers");
     return;
   }
-  auto pass = [&](uint64_t bytes) -> absl::StatusOr<double> {
-    uint32_t n = static_cast<uint32_t>(bytes / (4 * vec));
-    std::vector<uint8_t> push(4);
-    std::memcpy(push.data(), &n, 4);
-    auto start = Clock::now();
-    runtime::vulkan::BufferRef refs[2] = {*src, *dst};
-    SINTER_RETURN_IF_ERROR((*device)->dispatchOnce(*kernel, refs, push, {groups, 1, 1}));
-    return std::chrono::duration<double>(Clock::now() - start).count();
+  const runtime::vulkan::BufferRef refs[2] = {*src, *dst};
+  auto pass = [&](uint64_t bytes) {
+    return timedDispatch(**device, *kernel, refs, static_cast<uint32_t>(bytes / (4 * vec)), groups);
   };
   for (uint64_t bytes : {small, big}) // warm-up: the pipeline is created
     if (auto s = pass(bytes); !s.ok()) {

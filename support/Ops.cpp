@@ -217,7 +217,7 @@ absl::Status fillAccesses(const OpCall &op, AccessList &acc) {
     if (nCols % info.blockSize != 0)
       return invalid(op, absl::StrFormat("n_cols %d is not a multiple of the %s block size %d",
                                          nCols, info.name, info.blockSize));
-    acc.add(0, 0, nRows * rowBytes(info, nCols), true, false);
+    acc.add(0, 0, satMul(nRows, rowBytes(info, nCols)), true, false);
     readF32(acc, 1, 0, nCols);
     writeF32(acc, 2, 0, nRows);
     break;
@@ -254,17 +254,24 @@ absl::Status validateOpSizes(const OpCall &op, const uint64_t *sizes) {
   const OpInfo &info = opInfo(op.kind);
   for (const BufferAccess &a : accesses) {
     uint64_t have = sizes[a.bufferIndex];
-    // Byte offsets of copy_buffer_offset are 64-bit: compare without forming a wrapping sum.
-    if (a.size == 0 || (a.size <= have && a.offset <= have - a.size))
+    // A saturated size stands for a range past 2^64 bytes, which no buffer holds. Byte offsets
+    // of copy_buffer_offset are 64-bit: compare without forming a wrapping sum.
+    if (a.size == 0 || (a.size != UINT64_MAX && a.size <= have && a.offset <= have - a.size))
       continue;
-    uint64_t end = a.offset + a.size;
+    std::string prefix =
+        absl::StrFormat("%s: %s buffer %d holds %d bytes, needs ", info.name,
+                        info.bufferNames[a.bufferIndex], op.buffers[a.bufferIndex].id, have);
+    uint64_t end;
+    if (a.size == UINT64_MAX || __builtin_add_overflow(a.offset, a.size, &end)) {
+      // Name the arguments that ask for it: the range itself has no 64-bit end to print.
+      std::string args;
+      for (int i = 0; i < info.numInts; ++i)
+        absl::StrAppend(&args, i ? ", " : "", info.intNames[i], "=", op.ints[i]);
+      return absl::OutOfRangeError(absl::StrCat(prefix, "more than 2^64 - 1 bytes (", args, ")"));
+    }
     if (a.offset == 0)
-      return absl::OutOfRangeError(absl::StrFormat("%s: %s buffer %d holds %d bytes, needs %d",
-                                                   info.name, info.bufferNames[a.bufferIndex],
-                                                   op.buffers[a.bufferIndex].id, have, end));
-    return absl::OutOfRangeError(absl::StrFormat(
-        "%s: %s buffer %d holds %d bytes, needs bytes [%d, %d)", info.name,
-        info.bufferNames[a.bufferIndex], op.buffers[a.bufferIndex].id, have, a.offset, end));
+      return absl::OutOfRangeError(absl::StrCat(prefix, end));
+    return absl::OutOfRangeError(absl::StrFormat("%sbytes [%d, %d)", prefix, a.offset, end));
   }
   return absl::OkStatus();
 }

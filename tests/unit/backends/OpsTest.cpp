@@ -5,10 +5,12 @@
 // overflow 64-bit byte sizes, which must be rejected before any kernel could run them.
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "support/Ops.h"
+#include "tests/support/Messages.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -187,6 +189,136 @@ TEST(OpsTest, ValidateOpRejectsSizesThatOverflow) {
   EXPECT_FALSE(rope.ok()) << "rope with 2^31 heads of 2^31 was accepted";
   absl::Status score = buffers.validate(ops::attnScore(h(1), h(2), h(3), 1, big + 1, 0, 0, big));
   EXPECT_FALSE(score.ok()) << "attn_score reaching element 2^62 was accepted";
+}
+
+// An exact byte range, in 128-bit arithmetic that cannot wrap for any 64-bit argument.
+struct ExactRange {
+  unsigned __int128 begin = 0, end = 0;
+};
+using Wide = unsigned __int128;
+
+// The byte ranges SEMANTICS.md gives each buffer of `op`, written out again independently of
+// support/Ops.cpp; `invalid` is set for the argument errors that need no buffer to decide.
+std::vector<ExactRange> exactRanges(const OpCall &op, bool *invalid) {
+  const auto &v = op.ints;
+  auto f32 = [](Wide offset, Wide count) { return ExactRange{offset * 4, (offset + count) * 4}; };
+  auto strided = [](Wide seq, Wide stride, Wide offset, Wide headDim) -> Wide {
+    return seq == 0 || headDim == 0 ? 0 : (seq - 1) * stride + offset + headDim;
+  };
+  *invalid = false;
+  switch (op.kind) {
+  case OpKind::Matmul:
+    return {f32(0, Wide(v[0]) * v[2]), f32(0, Wide(v[2]) * v[1]), f32(0, Wide(v[0]) * v[1])};
+  case OpKind::Softmax:
+  case OpKind::Silu:
+    return {f32(0, v[0]), f32(0, v[0])};
+  case OpKind::RmsNorm:
+    *invalid = v[0] == 0;
+    return {f32(0, v[0]), f32(0, v[0]), f32(0, v[0])};
+  case OpKind::ElementMul:
+  case OpKind::Add:
+    return {f32(0, v[0]), f32(0, v[0]), f32(0, v[0])};
+  case OpKind::Rope:
+    *invalid = v[1] == 0 || v[1] % 2 != 0;
+    return {f32(0, Wide(v[2]) * v[1]), f32(0, Wide(v[3]) * v[1])};
+  case OpKind::CopyBuffer:
+    return {ExactRange{0, v[0]}, ExactRange{0, v[0]}};
+  case OpKind::CopyBufferOffset:
+    return {ExactRange{v[0], Wide(v[0]) + v[2]}, ExactRange{v[1], Wide(v[1]) + v[2]}};
+  case OpKind::AttnScore:
+    *invalid = v[0] == 0;
+    return {f32(v[2], v[0]), f32(0, strided(v[1], v[4], v[3], v[0])), f32(0, v[1])};
+  case OpKind::AttnValue:
+    return {f32(0, v[1]), f32(0, strided(v[1], v[3], v[2], v[0])), f32(v[4], v[0])};
+  case OpKind::QuantizedMatmul: {
+    const DTypeInfo &info = dtypeInfo(op.dtype);
+    *invalid = v[1] % info.blockSize != 0;
+    Wide rowBytes = Wide(v[1] / info.blockSize) * info.bytesPerBlock;
+    return {ExactRange{0, Wide(v[0]) * rowBytes}, f32(0, v[1]), f32(0, v[0])};
+  }
+  }
+  return {};
+}
+
+// The class of bug behind issue #40's first finding: a byte range computed in 64 bits wrapped
+// (quantized_matmul's n_rows * row bytes), so a call reading far past its buffers was accepted.
+// Here every op takes every combination of extreme integers against buffers of extreme sizes,
+// and validation must accept exactly the calls whose exact ranges fit.
+TEST(OpsTest, ValidationAcceptsExactlyTheCallsWhoseExactRangesFit) {
+  const std::vector<uint64_t> ints32 = {
+      0, 1, 2, 64, (1ull << 31) - 1, 1ull << 31, (1ull << 32) - 1};
+  std::vector<uint64_t> ints64 = ints32;
+  for (uint64_t x : {1ull << 32, 1ull << 62, 1ull << 63, ~0ull - 3, ~0ull})
+    ints64.push_back(x);
+  // Up to 2^63: allocate never hands out a buffer whose size a saturated range could equal.
+  const std::vector<uint64_t> sizes = {0, 64, 1ull << 32, 1ull << 34, 1ull << 62, 1ull << 63};
+  std::vector<OpCall> shapes = {
+      ops::matmul(h(1), h(2), h(3), 0, 0, 0),
+      ops::softmax(h(1), h(2), 0),
+      ops::rmsNorm(h(1), h(2), h(3), 0, 1e-5f),
+      ops::rope(h(1), h(2), 0, 0, 1e4f, 0, 0),
+      ops::silu(h(1), h(2), 0),
+      ops::elementMul(h(1), h(2), h(3), 0),
+      ops::add(h(1), h(2), h(3), 0),
+      ops::copyBuffer(h(1), h(2), 0),
+      ops::copyBufferOffset(h(1), h(2), 0, 0, 0),
+      ops::attnScore(h(1), h(2), h(3), 0, 0, 0, 0, 0),
+      ops::attnValue(h(1), h(2), h(3), 0, 0, 0, 0, 0),
+      ops::quantizedMatmul(h(1), h(2), h(3), 0, 0, DType::F32),
+      ops::quantizedMatmul(h(1), h(2), h(3), 0, 0, DType::Q4_K),
+  };
+  int64_t accepted = 0, checked = 0;
+  for (const OpCall &shape : shapes) {
+    const OpInfo &info = opInfo(shape.kind);
+    const bool bytes = shape.kind == OpKind::CopyBuffer || shape.kind == OpKind::CopyBufferOffset;
+    const std::vector<uint64_t> &values = bytes ? ints64 : ints32;
+    // Every combination of values over the op's integers (rope's pos is not a size: 0 only).
+    std::vector<size_t> pick(info.numInts, 0);
+    for (;;) {
+      OpCall op = shape;
+      for (int i = 0; i < info.numInts; ++i)
+        op.ints[i] = values[pick[i]];
+      bool invalid = false;
+      std::vector<ExactRange> ranges = exactRanges(op, &invalid);
+      // Buffer sizes: every combination for the op's buffers.
+      std::vector<size_t> sizePick(info.numBuffers, 0);
+      for (;;) {
+        uint64_t have[3] = {0, 0, 0};
+        bool fits = true;
+        for (int b = 0; b < info.numBuffers; ++b) {
+          have[b] = sizes[sizePick[b]];
+          const ExactRange &r = ranges[b];
+          fits &= r.end <= r.begin || r.end <= have[b];
+        }
+        absl::Status s = validateOpSizes(op, have);
+        ++checked;
+        if (s.ok()) {
+          ++accepted;
+          ASSERT_TRUE(fits && !invalid) << describeOp(op) << " accepted on buffers of " << have[0]
+                                        << ", " << have[1] << ", " << have[2] << " bytes";
+        } else if (fits && !invalid) {
+          FAIL() << describeOp(op) << " rejected although it fits: " << s;
+        } else {
+          ASSERT_TRUE(s.code() == absl::StatusCode::kOutOfRange ||
+                      s.code() == absl::StatusCode::kInvalidArgument)
+              << s;
+          ASSERT_TRUE(test::printsNoWrappedRange(s.message())) << s;
+        }
+        int b = 0;
+        while (b < info.numBuffers && ++sizePick[b] == sizes.size())
+          sizePick[b++] = 0;
+        if (b == info.numBuffers)
+          break;
+      }
+      int i = shape.kind == OpKind::Rope ? 1 : 0;
+      while (i < info.numInts && ++pick[i] == values.size())
+        pick[i++] = 0;
+      if (i == info.numInts)
+        break;
+    }
+  }
+  EXPECT_GT(accepted, 1000);
+  RecordProperty("checked", checked);
 }
 
 TEST(OpsTest, ValidateHostTransferNamesTheDirection) {

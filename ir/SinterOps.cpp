@@ -74,13 +74,17 @@ mlir::LogicalResult verifyGraphOp(mlir::Operation *op, OpKind kind) {
   }
   if (mlir::failed(verifyPartialConstants(op, kind, ints)))
     return mlir::failure();
+  OpCall call;
+  call.kind = kind;
+  if (info.scalarName)
+    call.scalar = float(op->getAttrOfType<mlir::FloatAttr>(info.scalarName).getValueAsDouble());
+  if (absl::Status st = checkScalar(call); !st.ok())
+    return op->emitOpError(withoutOpPrefix(st, info.name));
   if (!allConstant)
     return mlir::success();
 
   // Buffers get handles by SSA value: the same version twice is the same buffer (the in-place
   // forms), two different versions never alias.
-  OpCall call;
-  call.kind = kind;
   for (int i = 0; i < info.numBuffers; ++i) {
     int first = 0;
     while (op->getOperand(first) != op->getOperand(i))
@@ -96,14 +100,18 @@ mlir::LogicalResult verifyGraphOp(mlir::Operation *op, OpKind kind) {
     return op->emitOpError(withoutOpPrefix(accesses.status(), info.name));
   for (const BufferAccess &a : *accesses) {
     uint64_t have = bufferBytes(op->getOperand(a.bufferIndex));
-    if (a.size == 0 || (a.size <= have && a.offset <= have - a.size))
+    // A saturated size stands for a range past 2^64 bytes (support/Ops.cpp).
+    if (a.size == 0 || (a.size != UINT64_MAX && a.size <= have && a.offset <= have - a.size))
       continue;
     mlir::InFlightDiagnostic diag = op->emitOpError()
                                     << info.bufferNames[a.bufferIndex] << " buffer holds " << have
                                     << " bytes, needs ";
+    uint64_t end;
+    if (a.size == UINT64_MAX || __builtin_add_overflow(a.offset, a.size, &end))
+      return diag << "more than 2^64 - 1 bytes";
     if (a.offset == 0)
       return diag << a.size;
-    return diag << "bytes [" << a.offset << ", " << a.offset + a.size << ")";
+    return diag << "bytes [" << a.offset << ", " << end << ")";
   }
   return mlir::success();
 }

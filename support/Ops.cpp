@@ -6,6 +6,7 @@
 #include "support/Ops.h"
 
 #include <cassert>
+#include <cfloat>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -143,6 +144,19 @@ bool operator==(const OpCall &a, const OpCall &b) {
          std::memcmp(&a.scalar, &b.scalar, sizeof(float)) == 0;
 }
 
+absl::Status checkScalar(const OpCall &op) {
+  // NaN fails every comparison below, so it is rejected with the infinities.
+  if (op.kind == OpKind::RmsNorm && !(op.scalar >= 0.0f && op.scalar <= FLT_MAX))
+    // An infinite eps would zero every output; a negative one makes the root's argument negative.
+    return invalid(op, absl::StrFormat("eps %g must be finite and not negative", op.scalar));
+  if (op.kind == OpKind::Rope && !(op.scalar >= 1.0f && op.scalar <= FLT_MAX))
+    // The frequencies freq_base^(-2i / head_dim) then lie in (0, 1], so every angle pos * freq
+    // has a well-defined f32 sine and cosine. A base below 1 makes them grow up to 1 / base
+    // (a subnormal base: 1e22 radians a position), angles no two kinds could agree on.
+    return invalid(op, absl::StrFormat("freq_base %g must be finite and at least 1", op.scalar));
+  return absl::OkStatus();
+}
+
 namespace {
 
 // opAccesses into `acc` (the record path's validation keeps the list on its own stack).
@@ -163,6 +177,7 @@ absl::Status fillAccesses(const OpCall &op, AccessList &acc) {
   case OpKind::RmsNorm:
     if (v[0] == 0)
       return invalid(op, "size must be positive (the mean divides by it)");
+    SINTER_RETURN_IF_ERROR(checkScalar(op));
     readF32(acc, 0, 0, v[0]);
     readF32(acc, 1, 0, v[0]);
     writeF32(acc, 2, 0, v[0]);
@@ -179,6 +194,7 @@ absl::Status fillAccesses(const OpCall &op, AccessList &acc) {
       return invalid(op, "head_dim must be positive (the angle divides by it)");
     if (headDim % 2 != 0)
       return invalid(op, absl::StrFormat("head_dim %d is odd; rope rotates pairs", headDim));
+    SINTER_RETURN_IF_ERROR(checkScalar(op));
     acc.add(0, 0, satMul(satMul(v[2], headDim), kF32), true, true); // q
     acc.add(1, 0, satMul(satMul(v[3], headDim), kF32), true, true); // k
     if (overlaps(acc[0], acc[1], op))

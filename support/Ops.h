@@ -108,6 +108,10 @@ private:
   uint8_t size_ = 0;
 };
 
+/// InvalidArgument when the op's float argument is outside its domain: rms_norm's eps must be
+/// finite and not negative, rope's freq_base finite and at least 1. Part of opAccesses too.
+absl::Status checkScalar(const OpCall &op);
+
 /// The byte ranges `op` reads and writes. InvalidArgument / Unimplemented for arguments that are
 /// wrong whatever the buffers hold (odd head_dim, n_cols not a whole number of blocks, an
 /// unsupported dtype, overlapping input and output where SEMANTICS.md does not allow it...).

@@ -2,10 +2,13 @@
 //
 // Each integer argument of each op takes 0, 1, 2^31 - 1, 2^31 and 2^32 - 1 (byte sizes and
 // offsets, which are 64-bit, also 2^63 and 2^64 - 1), alone and in pairs, the other arguments
-// keeping a small valid call's values. Every such call must either be rejected with OutOfRange or
+// keeping a small valid call's values; the float argument takes zeros, negatives, a subnormal,
+// FLT_MAX, infinities and NaNs. Every such call must either be rejected with OutOfRange or
 // InvalidArgument, as the reference rejects it, changing nothing, or compute what the reference
 // computes. Sizes and offsets are where 64-bit and 32-bit products wrap, so this is the test of
 // the validation's arithmetic and of every kind's address arithmetic behind it.
+#include <cfloat>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
@@ -79,6 +82,13 @@ std::vector<OpCall> variants(const OpCall &base) {
     for (uint64_t a : values) {
       OpCall op = base;
       op.ints[i] = a;
+      out.push_back(op);
+    }
+  // The float argument (rms_norm's eps, rope's freq_base) at its extremes, the integers valid.
+  if (opInfo(base.kind).scalarName)
+    for (float f : {0.0f, -0.0f, -1.0f, 1.0f, 1e-45f, FLT_MAX, INFINITY, -INFINITY, NAN, -NAN}) {
+      OpCall op = base;
+      op.scalar = f;
       out.push_back(op);
     }
   for (int i = 0; i < n; ++i)
@@ -221,7 +231,8 @@ TEST_P(ExtremeArgsTest, RejectedOrComputedAsTheReferenceDoes) {
     } else {
       ++accepted;
     }
-    ASSERT_TRUE(backend.synchronize().ok()) << what;
+    absl::Status synced = backend.synchronize();
+    ASSERT_TRUE(synced.ok()) << what << ": " << synced;
     std::vector<std::vector<uint8_t>> out = download(backend, mine, base.sizes);
     std::vector<std::vector<uint8_t>> ref = download(reference, theirs, base.sizes);
     for (int j = 0; j < numBuffers; ++j) {

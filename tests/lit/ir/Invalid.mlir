@@ -107,6 +107,26 @@ func.func @rope_k_too_small(%q: !sinter.buffer<256>, %k: !sinter.buffer<128>) ->
 
 // -----
 
+// The scalar's domain is checked whether or not the integers are constants.
+func.func @rope_freq_base_below_one(%q: !sinter.buffer<256>, %k: !sinter.buffer<256>, %pos: i64) -> (!sinter.buffer<256>, !sinter.buffer<256>) {
+  %hd = arith.constant 16 : i64
+  %four = arith.constant 4 : i64
+  // expected-error @+1 {{'sinter.rope' op freq_base 0.5 must be finite and at least 1}}
+  %rq, %rk = sinter.rope %q, %k [pos = %pos, head_dim = %hd, n_heads_q = %four, n_heads_k = %four, freq_base = 0.5] : !sinter.buffer<256>, !sinter.buffer<256>
+  return %rq, %rk : !sinter.buffer<256>, !sinter.buffer<256>
+}
+
+// -----
+
+func.func @rms_norm_negative_eps(%x: !sinter.buffer<64>, %w: !sinter.buffer<64>, %o: !sinter.buffer<64>) -> !sinter.buffer<64> {
+  %n = arith.constant 16 : i64
+  // expected-error @+1 {{'sinter.rms_norm' op eps -1 must be finite and not negative}}
+  %r = sinter.rms_norm %x, %w into %o [size = %n, eps = -1.0] : !sinter.buffer<64>, !sinter.buffer<64>, !sinter.buffer<64>
+  return %r : !sinter.buffer<64>
+}
+
+// -----
+
 func.func @attn_score_zero_head_dim(%q: !sinter.buffer<64>, %kc: !sinter.buffer<64>, %s: !sinter.buffer<64>, %len: i64) -> !sinter.buffer<64> {
   %zero = arith.constant 0 : i64
   // expected-error @+1 {{'sinter.attn_score' op head_dim must be positive (scores divide by sqrt(head_dim))}}

@@ -5,6 +5,7 @@
 // (OutOfRange), and the argument errors (InvalidArgument, Unimplemented). Every rejection is
 // checked for its code and message, and for changing nothing: all buffers keep their bytes and
 // the backend still runs the valid call afterwards.
+#include <cmath>
 #include <random>
 #include <string>
 
@@ -174,6 +175,10 @@ OpCall withInt(OpCall op, int index, uint64_t value) {
   op.ints[index] = value;
   return op;
 }
+OpCall withScalar(OpCall op, float value) {
+  op.scalar = value;
+  return op;
+}
 OpCall withDType(OpCall op, DType dtype) {
   op.dtype = dtype;
   return op;
@@ -214,6 +219,46 @@ std::vector<ArgumentCase> argumentCases() {
        [](OpCall op) { return withInt(op, 0, 0); },
        kInvalid,
        {"rms_norm", "size"}},
+      {"rope freq_base zero",
+       kRope,
+       [](OpCall op) { return withScalar(op, 0.0f); },
+       kInvalid,
+       {"rope", "freq_base 0", "finite and at least 1"}},
+      {"rope freq_base negative",
+       kRope,
+       [](OpCall op) { return withScalar(op, -10000.0f); },
+       kInvalid,
+       {"rope", "freq_base -10000"}},
+      {"rope freq_base below 1",
+       kRope,
+       [](OpCall op) { return withScalar(op, 0.5f); },
+       kInvalid,
+       {"rope", "freq_base 0.5"}},
+      {"rope freq_base NaN",
+       kRope,
+       [](OpCall op) { return withScalar(op, std::nanf("")); },
+       kInvalid,
+       {"rope", "freq_base nan"}},
+      {"rope freq_base infinite",
+       kRope,
+       [](OpCall op) { return withScalar(op, INFINITY); },
+       kInvalid,
+       {"rope", "freq_base inf"}},
+      {"rms_norm eps negative",
+       kRmsNorm,
+       [](OpCall op) { return withScalar(op, -1e-5f); },
+       kInvalid,
+       {"rms_norm", "eps -1e-05", "finite and not negative"}},
+      {"rms_norm eps NaN",
+       kRmsNorm,
+       [](OpCall op) { return withScalar(op, -std::nanf("")); },
+       kInvalid,
+       {"rms_norm", "eps", "nan"}},
+      {"rms_norm eps infinite",
+       kRmsNorm,
+       [](OpCall op) { return withScalar(op, INFINITY); },
+       kInvalid,
+       {"rms_norm", "eps inf"}},
       {"zero head_dim for attn_score",
        kScore,
        [](OpCall op) { return withInt(op, 0, 0); },

@@ -140,8 +140,10 @@ sinter_status fail(const sinter_backend *backend, const absl::Status &status) {
   return static_cast<sinter_status>(status.code());
 }
 
-sinter_status failNull(const char *function, const char *what) {
-  return fail(nullptr,
+// A NULL argument of a call on `backend` (null itself where the backend is what is missing) is
+// that backend's last error too, like any other rejected call on it.
+sinter_status failNull(const sinter_backend *backend, const char *function, const char *what) {
+  return fail(backend,
               absl::InvalidArgumentError(absl::StrFormat("%s: %s is NULL", function, what)));
 }
 
@@ -149,7 +151,7 @@ sinter_status failNull(const char *function, const char *what) {
 template <typename Backend, typename Body>
 sinter_status forward(Backend *backend, const char *function, Body &&body) {
   if (!backend)
-    return failNull(function, "backend");
+    return failNull(nullptr, function, "backend");
   absl::Status status = body(*backend->impl);
   if (status.ok())
     return SINTER_OK;
@@ -172,7 +174,7 @@ BufferHandle handle(sinter_buffer id) { return BufferHandle{id}; }
 sinter_status create(const char *function, const char *kind, sinter::BackendOptions options,
                      sinter_backend **out) {
   if (!out)
-    return failNull(function, "out");
+    return failNull(nullptr, function, "out");
   *out = nullptr;
   // An explicit kind is taken as given; only "no kind" consults SINTER_BACKEND and friends.
   bool fromEnvironment = !kind || !*kind;
@@ -238,7 +240,7 @@ size_t sinter_backend_last_error(const sinter_backend *backend, char *buf, size_
 sinter_status sinter_name(const sinter_backend *backend, char *buf, size_t cap,
                           size_t *len) noexcept {
   if (backend && !buf && cap != 0)
-    return failNull("sinter_name", "buf (with cap > 0)");
+    return failNull(backend, "sinter_name", "buf (with cap > 0)");
   return forward(backend, "sinter_name", [&](const ComputeBackend &b) {
     copyString(b.name(), buf, cap, len);
     return absl::OkStatus();
@@ -249,7 +251,7 @@ sinter_status sinter_device_info(const sinter_backend *backend, char *name_buf, 
                                  size_t *name_len, uint32_t *kind, uint64_t *memory_bytes,
                                  uint32_t *compute_units) noexcept {
   if (backend && !name_buf && name_cap != 0)
-    return failNull("sinter_device_info", "name_buf (with name_cap > 0)");
+    return failNull(backend, "sinter_device_info", "name_buf (with name_cap > 0)");
   return forward(backend, "sinter_device_info", [&](const ComputeBackend &b) {
     sinter::DeviceInfo info = b.deviceInfo();
     copyString(info.name, name_buf, name_cap, name_len);
@@ -266,7 +268,7 @@ sinter_status sinter_device_info(const sinter_backend *backend, char *name_buf, 
 sinter_status sinter_allocate(sinter_backend *backend, uint64_t size_bytes,
                               sinter_buffer *out) noexcept {
   if (backend && !out)
-    return failNull("sinter_allocate", "out");
+    return failNull(backend, "sinter_allocate", "out");
   if (out)
     *out = 0;
   return forward(backend, "sinter_allocate", [&](ComputeBackend &b) {
@@ -333,7 +335,7 @@ sinter_status sinter_add(sinter_backend *backend, sinter_buffer a, sinter_buffer
 sinter_status sinter_copy_to_device(sinter_backend *backend, const uint8_t *data, size_t len,
                                     sinter_buffer buffer) noexcept {
   if (backend && !data && len != 0)
-    return failNull("sinter_copy_to_device", "data (with len > 0)");
+    return failNull(backend, "sinter_copy_to_device", "data (with len > 0)");
   return forward(backend, "sinter_copy_to_device", [&](ComputeBackend &b) {
     return b.copyToDevice(absl::Span<const uint8_t>(data, len), handle(buffer));
   });
@@ -342,7 +344,7 @@ sinter_status sinter_copy_to_device(sinter_backend *backend, const uint8_t *data
 sinter_status sinter_copy_from_device(sinter_backend *backend, sinter_buffer buffer, uint8_t *data,
                                       size_t len) noexcept {
   if (backend && !data && len != 0)
-    return failNull("sinter_copy_from_device", "data (with len > 0)");
+    return failNull(backend, "sinter_copy_from_device", "data (with len > 0)");
   return forward(backend, "sinter_copy_from_device", [&](ComputeBackend &b) {
     return b.copyFromDevice(handle(buffer), absl::Span<uint8_t>(data, len));
   });

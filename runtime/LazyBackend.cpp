@@ -335,6 +335,9 @@ absl::Status LazyBackend::flushLocked(const char *why, PlanReadback *readback, b
   trace_.buffers.clear();
   trace_.payloads.clear();
   trace_.segment = 0;
+  std::vector<BufferHandle> slotHandles;
+  if (!status.ok())
+    slotHandles.swap(slotHandles_);
   slotHandles_.clear();
   if (++epoch_ == 0) { // after 2^32 flushes: no handle may look like it is in the new trace
     for (auto &[id, k] : known_)
@@ -347,7 +350,9 @@ absl::Status LazyBackend::flushLocked(const char *why, PlanReadback *readback, b
   if (!overlap)
     releasePendingFrees();
   if (!status.ok() && deferredError_.ok())
-    deferredError_ = status;
+    // The layers below name the trace's slots; the caller knows its own buffer ids.
+    deferredError_ =
+        absl::Status(status.code(), withCallerBufferIds(status.message(), slotHandles));
   lastFlushEnd_ = Clock::now();
   return deferredError_;
 }

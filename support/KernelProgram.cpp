@@ -27,14 +27,6 @@ std::string describeEntry(const TraceEntry &e) {
   return describeOp(e.op);
 }
 
-// `op` with its slot handles replaced by the caller's handles (for messages).
-OpCall withCallerHandles(OpCall op, const PlanArgs &args) {
-  for (BufferHandle &b : op.buffers)
-    if (b.valid() && Trace::slotOf(b) < args.slotHandles.size())
-      b = args.slotHandles[Trace::slotOf(b)];
-  return op;
-}
-
 class InterpreterPlan : public Plan {
 public:
   InterpreterPlan(KernelProgram program, OpFaultHook faultHook)
@@ -55,7 +47,7 @@ public:
           absl::Status fault = faultHook_(op);
           if (!fault.ok())
             return absl::Status(fault.code(), absl::StrCat("kernel #", k, " '", kernel.name, "' (",
-                                                           describeOp(withCallerHandles(op, args)),
+                                                           describeOp(op),
                                                            ") failed: ", fault.message()));
         }
         executeReference(op, [&](BufferHandle h) { return args.slotData[Trace::slotOf(h)]; });

@@ -9,6 +9,7 @@
 #include <cfloat>
 #include <cstring>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "sinter/Status.h"
@@ -319,6 +320,29 @@ std::string describeOp(const OpCall &op) {
     absl::StrAppend(&s, sep, "dtype=", dtypeName(op.dtype));
   absl::StrAppend(&s, ")");
   return s;
+}
+
+std::string withCallerBufferIds(absl::string_view message,
+                                absl::Span<const BufferHandle> slotHandles) {
+  std::string out;
+  size_t i = 0;
+  while (i < message.size()) {
+    size_t at = message.find("=%", i);
+    if (at == absl::string_view::npos)
+      break;
+    size_t end = at + 2;
+    uint64_t id = 0;
+    while (end < message.size() && absl::ascii_isdigit(message[end]) && id < (1ull << 40))
+      id = id * 10 + uint64_t(message[end++] - '0');
+    absl::StrAppend(&out, message.substr(i, at - i));
+    if (end > at + 2 && id >= 1 && id <= slotHandles.size())
+      absl::StrAppend(&out, "=buffer ", slotHandles[id - 1].id);
+    else
+      absl::StrAppend(&out, message.substr(at, end - at));
+    i = end;
+  }
+  absl::StrAppend(&out, message.substr(i));
+  return out;
 }
 
 namespace ops {

@@ -15,6 +15,8 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "sinter/ComputeBackend.h"
 
 namespace sinter {
@@ -136,6 +138,12 @@ absl::Status validateHostTransfer(const char *what, BufferHandle handle, uint64_
 
 /// Printed form for logs and errors: "rms_norm(in=%3, weight=%4, out=%5, size=64, eps=1e-05)".
 std::string describeOp(const OpCall &op);
+
+/// `message` with every "=%N" that describeOp printed for a trace's slot handle N (slot N - 1)
+/// replaced by "=buffer M", M the caller's id of that slot in `slotHandles`: what a deferred
+/// failure says to the caller, who never sees trace slots. Other text is left as it is.
+std::string withCallerBufferIds(absl::string_view message,
+                                absl::Span<const BufferHandle> slotHandles);
 
 /// Base address of a live buffer's bytes.
 using BufferDataFn = absl::FunctionRef<uint8_t *(BufferHandle)>;

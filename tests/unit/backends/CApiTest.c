@@ -395,6 +395,15 @@ static void test_errors(sinter_backend *b) {
   CHECK_STATUS(sinter_copy_to_device(b, NULL, 4, h), SINTER_INVALID_ARGUMENT);
   CHECK_MESSAGE("sinter_copy_to_device");
   CHECK_STATUS(sinter_copy_from_device(b, h, NULL, 4), SINTER_INVALID_ARGUMENT);
+  /* ... and each is the backend's last error too, like any other failure on it. */
+  {
+    char last[128];
+    sinter_backend_last_error(b, last, sizeof last);
+    CHECK(strcmp(last, "sinter_copy_from_device: data (with len > 0) is NULL") == 0);
+    CHECK_STATUS(sinter_allocate(b, 16, NULL), SINTER_INVALID_ARGUMENT);
+    sinter_backend_last_error(b, last, sizeof last);
+    CHECK(strcmp(last, "sinter_allocate: out is NULL") == 0);
+  }
   CHECK_STATUS(sinter_name(b, NULL, 8, NULL), SINTER_INVALID_ARGUMENT);
   CHECK_STATUS(sinter_device_info(b, NULL, 8, NULL, NULL, NULL, NULL), SINTER_INVALID_ARGUMENT);
   CHECK_STATUS(sinter_matmul(NULL, h, h, out, 1, 1, 1), SINTER_INVALID_ARGUMENT);

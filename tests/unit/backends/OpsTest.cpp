@@ -321,6 +321,15 @@ TEST(OpsTest, ValidationAcceptsExactlyTheCallsWhoseExactRangesFit) {
   RecordProperty("checked", checked);
 }
 
+TEST(OpsTest, DeferredMessagesNameTheCallersBuffers) {
+  std::vector<BufferHandle> slots = {h(40), h(41), h(7)};
+  std::string message = describeOp(ops::add(h(1), h(3), h(2), 4)) + ": failed at %9, 100%";
+  EXPECT_EQ(withCallerBufferIds(message, slots),
+            "add(a=buffer 40, b=buffer 7, out=buffer 41, size=4): failed at %9, 100%");
+  // A slot outside the trace is left as printed.
+  EXPECT_EQ(withCallerBufferIds("silu(in=%4, out=%0)", slots), "silu(in=%4, out=%0)");
+}
+
 TEST(OpsTest, ValidateHostTransferNamesTheDirection) {
   auto sizeOf = [](BufferHandle b) -> absl::StatusOr<uint64_t> {
     if (b.id != 5)

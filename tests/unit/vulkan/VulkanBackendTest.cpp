@@ -421,6 +421,9 @@ TEST_F(VulkanBackendTest, AnOpWithoutAKernelFailsTheFlushWithUnimplemented) {
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(std::string(s.message()), HasSubstr("vulkan: no kernel for softmax"));
   EXPECT_THAT(std::string(s.message()), HasSubstr("no hand-written kernel"));
+  // The caller's buffer ids, not the trace's slots.
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr(absl::StrCat("softmax(in=buffer ", a.id, ", out=buffer ", y.id)));
   // The backend stays usable.
   ASSERT_TRUE(b.add(a, a, y, n).ok());
   EXPECT_TRUE(b.synchronize().ok());

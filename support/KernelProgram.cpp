@@ -46,9 +46,9 @@ public:
         if (faultHook_) {
           absl::Status fault = faultHook_(op);
           if (!fault.ok())
-            return absl::Status(fault.code(), absl::StrCat("kernel #", k, " '", kernel.name, "' (",
-                                                           describeOp(op),
-                                                           ") failed: ", fault.message()));
+            return absl::Status(fault.code(),
+                                absl::StrCat("kernel #", k, " '", kernel.name, "' (",
+                                             describeOp(op), ") failed: ", fault.message()));
         }
         executeReference(op, [&](BufferHandle h) { return args.slotData[Trace::slotOf(h)]; });
       }

@@ -177,7 +177,8 @@ TEST(LazyBackendTest, DeferredFailureIsReportedAtTheNextFlushNamingTheOp) {
   ASSERT_TRUE(lazy.silu(out, out, 2).ok()); // accepted: the failure comes later
   absl::Status s = lazy.synchronize();
   EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
-  EXPECT_THAT(std::string(s.message()), HasSubstr(absl::StrCat("silu(in=buffer ", out.id, ", out=buffer ", out.id)));
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr(absl::StrCat("silu(in=buffer ", out.id, ", out=buffer ", out.id)));
   EXPECT_THAT(std::string(s.message()), HasSubstr("injected device fault"));
   EXPECT_THAT(std::string(s.message()), HasSubstr("flush at synchronize"));
   // Reported once; the backend keeps working and untouched buffers are intact.

@@ -94,6 +94,14 @@ absl::StatusOr<BufferHandle> LazyBackend::allocate(uint64_t sizeBytes) {
   std::lock_guard<std::mutex> lock(mu_);
   SINTER_RETURN_IF_ERROR(fault::check(fault::Site::Allocate, "allocate")); // tests only
   absl::StatusOr<BufferHandle> handle = memory_->allocate(sizeBytes);
+  if (handle.status().code() == absl::StatusCode::kResourceExhausted && !pendingFrees_.empty()) {
+    // Freed buffers that recorded work still reads hold their bytes until that work has run.
+    // The reference would have freed them at once, so run it now and try again: deferring must
+    // not change what the caller can allocate. A failure of that work stays deferred.
+    ++stats_.memoryLimitFlushes;
+    (void)flushLocked("memory limit");
+    handle = memory_->allocate(sizeBytes);
+  }
   if (handle.ok()) {
     known_[handle->id] = Known{sizeBytes, 0, 0};
     ++knownGeneration_; // the insertion may have moved every entry

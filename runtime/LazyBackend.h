@@ -35,6 +35,8 @@ struct LazyStats {
   uint64_t flushes = 0;
   uint64_t kernelsLaunched = 0;
   uint64_t sizeLimitFlushes = 0;
+  /// Flushes an allocation made to reclaim the bytes of buffers freed while work still read them.
+  uint64_t memoryLimitFlushes = 0;
   uint64_t deferredFrees = 0;
   PlanCacheStats cache;
   /// Host time of the flushes: finding the plan (keying the trace, comparing it with the cached

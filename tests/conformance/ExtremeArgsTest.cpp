@@ -17,8 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "backends/ReferenceBackend.h"
-#include "backends/VulkanBackend.h"
-#include "sinter/Factory.h"
+#include "tests/support/BackendKinds.h"
 #include "tests/support/CallOp.h"
 #include "tests/support/Messages.h"
 #include "tests/support/Nmse.h"
@@ -103,34 +102,6 @@ std::vector<OpCall> variants(const OpCall &base) {
   return out;
 }
 
-struct Kind {
-  const char *name;
-  BackendOptions options;
-};
-
-BackendOptions kind(const char *name, bool fusion = true, bool eager = false) {
-  BackendOptions o;
-  o.kind = name;
-  o.fusion = fusion;
-  o.eager = eager;
-  return o;
-}
-
-const std::vector<Kind> &kinds() {
-  static const auto *all = new std::vector<Kind>{
-      {"reference", kind("reference")},
-      {"lazy", kind("lazy")},
-      {"lazy_unfused", kind("lazy", false)},
-      {"cpu", kind("cpu")},
-      {"cpu_unfused", kind("cpu", false)},
-      {"cpu_eager", kind("cpu", false, true)},
-      {"vulkan", kind("vulkan")},
-      {"vulkan_unfused", kind("vulkan", false)},
-      {"vulkan_eager", kind("vulkan", false, true)},
-  };
-  return *all;
-}
-
 // The initial bytes of buffer j: small finite floats (every fourth byte keeps the exponent low),
 // the same on the backend under test and on the reference.
 std::vector<uint8_t> initialBytes(uint64_t size, uint64_t j) {
@@ -146,39 +117,18 @@ std::vector<uint8_t> initialBytes(uint64_t size, uint64_t j) {
 class ExtremeArgsTest : public ::testing::TestWithParam<std::tuple<int, int>> {
 protected:
   void SetUp() override {
-    const Kind &k = kinds()[std::get<0>(GetParam())];
-    if (k.options.kind == "vulkan") {
-      runtime::vulkan::VulkanDeviceOptions deviceOptions;
-      deviceOptions.validation = true;
-      absl::StatusOr<std::unique_ptr<runtime::vulkan::VulkanDevice>> device =
-          runtime::vulkan::VulkanDevice::create(deviceOptions);
-      if (!device.ok() && device.status().code() == absl::StatusCode::kUnavailable)
-        GTEST_SKIP() << "no Vulkan device on this machine: " << device.status();
-      ASSERT_TRUE(device.ok()) << device.status();
-      device_ = std::move(device).value();
-      VulkanBackendOptions vulkan;
-      vulkan.device = device_;
-      absl::StatusOr<std::unique_ptr<ComputeBackend>> b = createVulkanBackend(k.options, vulkan);
-      ASSERT_TRUE(b.ok()) << b.status();
-      backend_ = std::move(b).value();
-    } else {
-      absl::StatusOr<std::unique_ptr<ComputeBackend>> b = createBackend(k.options);
-      ASSERT_TRUE(b.ok()) << b.status();
-      backend_ = std::move(b).value();
-    }
+    backend_ = kinds_.make(test::backendKinds()[std::get<0>(GetParam())]);
+    if (!kinds_.skipped().empty())
+      GTEST_SKIP() << "no Vulkan device on this machine: " << kinds_.skipped();
+    ASSERT_TRUE(backend_);
   }
 
   void TearDown() override {
     backend_.reset();
-    if (device_) {
-      runtime::vulkan::ValidationLog log = device_->validationLog();
-      EXPECT_EQ(log.count, 0u);
-      for (const std::string &m : log.messages)
-        ADD_FAILURE() << "validation: " << m;
-    }
+    kinds_.expectNoValidationMessages();
   }
 
-  std::shared_ptr<runtime::vulkan::VulkanDevice> device_;
+  test::BackendKindFixture kinds_;
   std::unique_ptr<ComputeBackend> backend_;
 };
 
@@ -253,14 +203,14 @@ TEST_P(ExtremeArgsTest, RejectedOrComputedAsTheReferenceDoes) {
   EXPECT_GT(rejected, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryOp, ExtremeArgsTest,
-                         ::testing::Combine(::testing::Range(0, static_cast<int>(kinds().size())),
-                                            ::testing::Range(0,
-                                                             static_cast<int>(baseCalls().size()))),
-                         [](const ::testing::TestParamInfo<std::tuple<int, int>> &info) {
-                           return absl::StrCat(kinds()[std::get<0>(info.param)].name, "_",
-                                               baseCalls()[std::get<1>(info.param)].name);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    EveryOp, ExtremeArgsTest,
+    ::testing::Combine(::testing::Range(0, static_cast<int>(test::backendKinds().size())),
+                       ::testing::Range(0, static_cast<int>(baseCalls().size()))),
+    [](const ::testing::TestParamInfo<std::tuple<int, int>> &info) {
+      return absl::StrCat(test::backendKinds()[std::get<0>(info.param)].name, "_",
+                          baseCalls()[std::get<1>(info.param)].name);
+    });
 
 } // namespace
 } // namespace sinter

@@ -117,7 +117,7 @@ sinter_san_test(SoakTest LIBS ${san_libs} ENVIRONMENT "SINTER_SOAK_CALLS=200000"
 # Tests that create many Vulkan devices: lavapipe's JIT-compiled shader code leaves a few
 # 128-byte reallocs unfreed per process (no Sinter frame in the stacks, which LSan cannot match
 # to a module), so these run with leak detection off; ASan's other checks and UBSan stay on.
-foreach(test ConformanceTest ExtremeArgsTest VulkanRuntimeTest VulkanBackendTest
+foreach(test ConformanceTest ExtremeArgsTest MemoryLimitTest VulkanRuntimeTest VulkanBackendTest
     FaultInjectionTest)
   sinter_san_test(${test} NO_LEAK_CHECK LIBS ${san_libs})
 endforeach()

@@ -28,11 +28,14 @@ struct HeadFallback {
 
 // One step of a plan.
 struct Step {
-  enum class Kind : uint8_t { Upload, Copy, Dispatch };
+  /// Host: the members run on the host with the reference kernels, between two submissions (a
+  /// launch no kernel can be built for; VulkanPlan also runs a Dispatch step so when this run's
+  /// buffers are too large to bind).
+  enum class Kind : uint8_t { Upload, Copy, Dispatch, Host };
   Kind kind = Kind::Dispatch;
-  /// Upload and Copy: the entry; Dispatch: the anchor op (names, messages).
+  /// Upload and Copy: the entry; Dispatch and Host: the anchor op (names, messages).
   KernelMember member;
-  /// Dispatch: every member op in KernelSpec order (one for a single-op kernel).
+  /// Dispatch and Host: every member op in KernelSpec order (one for a single-op kernel).
   std::vector<KernelMember> members;
   uint8_t anchor = 0;
   const VulkanCompiler::Built *built = nullptr; ///< Dispatch

@@ -114,6 +114,30 @@ absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const Kerne
                        ", kernel #", k, " '", kernel.name, "'): ", built.status.message()));
     return &built;
   };
+  // Ops no kernel can be built for run on the host, in their place between submissions: slow,
+  // but every accepted call computes. Said once per kernel name in the log.
+  auto hostStep = [&](std::vector<KernelMember> members, size_t k,
+                      const absl::Status &why) -> Step {
+    Step s;
+    s.kind = Step::Kind::Host;
+    s.member = members[0];
+    s.kernelIndex = static_cast<uint32_t>(k);
+    for (const KernelMember &m : members) {
+      StepAccesses one = accessesOf(m.entry);
+      for (int i = 0; i < one.count; ++i)
+        (void)s.access.add(one.slots[i], one.reads(i), one.writes(i));
+    }
+    s.members = std::move(members);
+    const char *op = opInfo(s.member.entry.op.kind).name;
+    if (options_.logFallbacks && loggedFallbacks_.emplace(absl::StrCat("host/", op), true).second)
+      std::fprintf(stderr, "sinter: %s; %s runs on the host\n", std::string(why.message()).c_str(),
+                   op);
+    {
+      absl::MutexLock lock(&shared_->mu);
+      ++shared_->stats.hostSteps;
+    }
+    return s;
+  };
   for (size_t k = 0; k < program.kernels.size(); ++k) {
     const Kernel &kernel = program.kernels[k];
     std::vector<Launch> launches;
@@ -198,10 +222,25 @@ absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const Kerne
           heads->members = launch.headMembers;
           heads->seqLens = seqLenSources(launch.headMembers);
           heads->words = launch.attentionWords;
+          absl::Status missing;
           for (const KernelMember &m : launch.headMembers) {
-            SINTER_ASSIGN_OR_RETURN(const Built *b, singleKernel(m, k, kernel));
-            heads->built.push_back(b);
+            absl::StatusOr<const Built *> b = singleKernel(m, k, kernel);
+            if (!b.ok()) {
+              missing = b.status();
+              break;
+            }
+            heads->built.push_back(*b);
             heads->access.push_back(accessesOf(m.entry));
+          }
+          if (!missing.ok()) {
+            // Without every head's kernel the launch has no fallback for heads that disagree.
+            Step host = hostStep(launch.headMembers, k, missing);
+            addSlots(host);
+            absl::StrAppend(&description, "kernel ", k, " ", kernel.name, ": host (",
+                            launch.headMembers.size(), " ops): ", describeOp(s.member.entry.op),
+                            "\n");
+            steps.push_back(std::move(host));
+            continue;
           }
           s.heads = std::move(heads);
         }
@@ -250,7 +289,16 @@ absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const Kerne
         steps.push_back(std::move(s));
         continue;
       }
-      SINTER_ASSIGN_OR_RETURN(s.built, singleKernel(member, k, kernel));
+      absl::StatusOr<const Built *> single = singleKernel(member, k, kernel);
+      if (!single.ok()) {
+        Step host = hostStep({member}, k, single.status());
+        addSlots(host);
+        absl::StrAppend(&description, "kernel ", k, " ", kernel.name, ": host: ", describeOp(e.op),
+                        "\n");
+        steps.push_back(std::move(host));
+        continue;
+      }
+      s.built = *single;
       s.members = {member};
       s.indirect = (paramMaskOf(member) & s.built->kernel.gridInts) != 0;
       absl::StrAppend(&description, "kernel ", k, " ", kernel.name, ": spirv ",

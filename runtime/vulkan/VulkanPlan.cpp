@@ -14,8 +14,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <tuple>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "runtime/FaultInjection.h"
@@ -188,6 +190,14 @@ private:
   absl::Status submitCommands(size_t endStep, bool keep, bool noWait = false);
   /// A copy step compiled as the copy kernel whose buffers this run are too large to bind.
   bool copyTooWideToBind(const Step &s, const PlanArgs &args) const;
+  /// False when a buffer of a dispatch step is larger than the device can bind and the step
+  /// reads or writes it past the largest range it can (resolveDispatch binds such buffers from
+  /// their start up to that range when the step stays inside it).
+  bool fitsBindings(const Step &s, const PlanArgs &args) const;
+  /// Runs step `index`'s members on the host with the reference kernels: what is recorded so far
+  /// is submitted and waited for, the bytes the members touch come back through staging, the
+  /// bytes they write go out again, and the next segment begins after the step.
+  absl::Status runOnHost(size_t index, const PlanArgs &args);
   absl::Status nameFailure(absl::Status s, size_t endStep) const;
   /// A read that follows the flush (copy_from_device of a slot, PlanReadback): its copy into
   /// staging ends the submission, so the bytes come back without a second one, and the same read
@@ -291,6 +301,7 @@ private:
   uint64_t replayGeneration_ = 0;
   // Counters of the run in progress.
   uint64_t barriers_ = 0, submissions_ = 0, copies_ = 0, uploads_ = 0, dispatched_ = 0;
+  uint64_t hostRuns_ = 0; ///< steps run on the host this run
   uint64_t fusedDispatched_ = 0, recordings_ = 0, replays_ = 0;
   /// When the run began, and the host's time from then to its last submission.
   std::chrono::steady_clock::time_point recordStart_;
@@ -333,6 +344,75 @@ bool VulkanPlanImpl::copyTooWideToBind(const Step &s, const PlanArgs &args) cons
   return false;
 }
 
+/// The largest range a descriptor binds: maxStorageBufferRange in whole 16-byte words.
+uint64_t bindLimit(const DeviceCaps &caps) { return caps.maxStorageBufferRange & ~uint64_t(15); }
+
+bool VulkanPlanImpl::fitsBindings(const Step &s, const PlanArgs &args) const {
+  const uint64_t limit = bindLimit(device_->caps());
+  for (int i = 0; i < s.access.count; ++i) {
+    const auto *ref = static_cast<const BufferRef *>(args.slotDevice[s.access.slots[i]]);
+    if (!ref || ref->size <= limit)
+      continue;
+    // A large buffer: where do this run's members reach into it?
+    for (const KernelMember &m : s.heads ? s.heads->members : s.members) {
+      OpCall op = boundOp(m, args.params);
+      absl::StatusOr<AccessList> accesses = opAccesses(op);
+      if (!accesses.ok())
+        return false;
+      for (const BufferAccess &a : *accesses)
+        if (Trace::slotOf(op.buffers[a.bufferIndex]) == s.access.slots[i] && a.size > 0 &&
+            (a.offset > limit || a.size > limit - a.offset))
+          return false;
+    }
+  }
+  return true;
+}
+
+absl::Status VulkanPlanImpl::runOnHost(size_t index, const PlanArgs &args) {
+  const Step &s = steps_[index];
+  SINTER_RETURN_IF_ERROR(submitCommands(index, /*keep=*/false));
+  // Each slot the members touch: host memory for bytes [0, end) of which [lo, end) are filled
+  // (only the pages touched are committed), and the bytes written.
+  struct HostCopy {
+    uint64_t lo = UINT64_MAX, end = 0, writeLo = UINT64_MAX, writeEnd = 0;
+    std::unique_ptr<uint8_t[]> bytes;
+  };
+  absl::flat_hash_map<uint32_t, HostCopy> copies;
+  std::vector<OpCall> ops;
+  for (const KernelMember &m : s.heads ? s.heads->members : s.members) {
+    ops.push_back(boundOp(m, args.params));
+    SINTER_ASSIGN_OR_RETURN(AccessList accesses, opAccesses(ops.back()));
+    for (const BufferAccess &a : accesses) {
+      if (a.size == 0)
+        continue;
+      HostCopy &c = copies[Trace::slotOf(ops.back().buffers[a.bufferIndex])];
+      c.lo = std::min(c.lo, a.offset);
+      c.end = std::max(c.end, a.offset + a.size);
+      if (a.write) {
+        c.writeLo = std::min(c.writeLo, a.offset);
+        c.writeEnd = std::max(c.writeEnd, a.offset + a.size);
+      }
+    }
+  }
+  for (auto &[slot, c] : copies) {
+    const auto &ref = *static_cast<const BufferRef *>(args.slotDevice[slot]);
+    c.bytes.reset(new uint8_t[c.end]);
+    SINTER_RETURN_IF_ERROR(
+        device_->read(ref, absl::MakeSpan(c.bytes.get() + c.lo, c.end - c.lo), c.lo));
+  }
+  for (const OpCall &op : ops)
+    executeReference(op, [&](BufferHandle h) { return copies[Trace::slotOf(h)].bytes.get(); });
+  for (auto &[slot, c] : copies) {
+    if (c.writeEnd == 0)
+      continue;
+    const auto &ref = *static_cast<const BufferRef *>(args.slotDevice[slot]);
+    SINTER_RETURN_IF_ERROR(device_->write(
+        ref, absl::MakeConstSpan(c.bytes.get() + c.writeLo, c.writeEnd - c.writeLo), c.writeLo));
+  }
+  ++hostRuns_;
+  return beginSegment(index + 1);
+}
+
 std::string VulkanPlanImpl::stepName(size_t i) const {
   const Step &s = steps_[i];
   switch (s.kind) {
@@ -342,6 +422,9 @@ std::string VulkanPlanImpl::stepName(size_t i) const {
     return absl::StrCat("kernel #", s.kernelIndex, " ", opInfo(s.member.entry.op.kind).name);
   case Step::Kind::Dispatch:
     return absl::StrCat("kernel #", s.kernelIndex, " ", s.built->kernel.name);
+  case Step::Kind::Host:
+    return absl::StrCat("kernel #", s.kernelIndex, " ", opInfo(s.member.entry.op.kind).name,
+                        " on the host");
   }
   return "";
 }
@@ -555,8 +638,12 @@ absl::Status VulkanPlanImpl::resolveDispatch(const VulkanCompiler::Built &built,
     if (m >= ops.size())
       return absl::InternalError(
           absl::StrCat("vulkan: kernel ", k.name, " binds member ", m, " of ", ops.size()));
-    refs.push_back(
-        *static_cast<const BufferRef *>(args.slotDevice[Trace::slotOf(ops[m].buffers[operand])]));
+    BufferRef ref =
+        *static_cast<const BufferRef *>(args.slotDevice[Trace::slotOf(ops[m].buffers[operand])]);
+    // A buffer larger than the device binds: its first bindLimit bytes, which hold every byte
+    // this dispatch touches (fitsBindings, or the run goes to the host).
+    ref.size = std::min(ref.size, bindLimit(device_->caps()));
+    refs.push_back(ref);
   }
   absl::Span<const uint8_t> pushBytes;
   uint64_t gridOffset = 0;
@@ -679,7 +766,7 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
   if (noWaitSerial_ && device_->mayBeRunning(noWaitSerial_))
     SINTER_RETURN_IF_ERROR(device_->drain());
   recordStart_ = std::chrono::steady_clock::now();
-  barriers_ = submissions_ = copies_ = uploads_ = dispatched_ = fusedDispatched_ = 0;
+  barriers_ = submissions_ = copies_ = uploads_ = dispatched_ = fusedDispatched_ = hostRuns_ = 0;
   recordings_ = replays_ = 0;
   waitSeconds_ = hostSeconds_ = 0;
   uint64_t messagesBefore = checkValidation_ ? device_->validationLog().count : 0;
@@ -752,6 +839,12 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
       uint64_t before = submissions_;
       status = resolveUpload(i, args, hazards);
       split |= submissions_ != before;
+    } else if (s.kind == Step::Kind::Host ||
+               (s.kind == Step::Kind::Dispatch && !fitsBindings(s, args))) {
+      // After its submission and wait, a host step begins a fresh segment: no hazard is left.
+      status = runOnHost(i, args);
+      split = true;
+      hazards.clear();
     } else if (s.kind == Step::Kind::Copy || copyTooWideToBind(s, args)) {
       // A copy kernel (replay's stand-in for vkCmdCopyBuffer) cannot bind a buffer above
       // maxStorageBufferRange (a 262 MB embedding table on lavapipe): vkCmdCopyBuffer then, its
@@ -834,6 +927,7 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
     st.recordings += recordings_;
     st.replays += replays_;
     st.deadScores += deadScores_;
+    st.hostRuns += hostRuns_;
     st.waitSeconds += waitSeconds_;
     st.presubmitSeconds += hostSeconds_;
   }

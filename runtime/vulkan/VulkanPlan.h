@@ -82,9 +82,14 @@ using VulkanKernelBuilder =
 /// Counters over the life of a compiler and its plans.
 struct VulkanCompilerStats {
   uint64_t plans = 0;
-  uint64_t kernelsBuilt = 0;    ///< distinct kernels built (pipelines made)
-  uint64_t kernelHits = 0;      ///< ops whose kernel was built before
-  uint64_t fusedFallbacks = 0;  ///< distinct fused kernels run as their members
+  uint64_t kernelsBuilt = 0;   ///< distinct kernels built (pipelines made)
+  uint64_t kernelHits = 0;     ///< ops whose kernel was built before
+  uint64_t fusedFallbacks = 0; ///< distinct fused kernels run as their members
+  /// Launches compiled to run on the host (no kernel could be built for them).
+  uint64_t hostSteps = 0;
+  /// Runs of launches on the host: those compiled so, and dispatches whose buffers were too
+  /// large to bind that run.
+  uint64_t hostRuns = 0;
   uint64_t fusedDispatches = 0; ///< dispatches of generated fused kernels (several ops each)
   uint64_t runs = 0;
   uint64_t submissions = 0;

@@ -74,10 +74,16 @@ public:
     }
     VulkanBackendOptions vulkan;
     vulkan.device = device_;
+    vulkan.stats = vulkanStats_ = std::make_shared<runtime::vulkan::VulkanStatsSink>();
     absl::StatusOr<std::unique_ptr<ComputeBackend>> b = createVulkanBackend(options, vulkan);
     EXPECT_TRUE(b.ok()) << b.status();
     return b.ok() ? std::move(b).value() : nullptr;
   }
+
+  /// The counters of the last Vulkan backend make() built (null before one).
+  std::shared_ptr<runtime::vulkan::VulkanStatsSink> vulkanStats() const { return vulkanStats_; }
+  /// The Vulkan device make() created (null before a Vulkan kind).
+  const runtime::vulkan::VulkanDevice *device() const { return device_.get(); }
 
   /// Non-empty when make() found no Vulkan device: the reason to skip with.
   const std::string &skipped() const { return skipped_; }
@@ -94,6 +100,7 @@ public:
 
 private:
   std::shared_ptr<runtime::vulkan::VulkanDevice> device_;
+  std::shared_ptr<runtime::vulkan::VulkanStatsSink> vulkanStats_;
   std::string skipped_;
 };
 

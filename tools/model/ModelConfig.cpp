@@ -50,9 +50,10 @@ absl::Status validateConfig(const ModelConfig &c) {
   if (c.headDim() % 2 != 0)
     return absl::InvalidArgumentError(
         absl::StrFormat("model: head size %u is odd (rope rotates pairs)", c.headDim()));
-  if (!std::isfinite(c.ropeBase) || c.ropeBase <= 0.0f)
+  // rope's own rule (docs/CONTRACT.md), checked at load rather than at the first token.
+  if (!std::isfinite(c.ropeBase) || c.ropeBase < 1.0f)
     return absl::InvalidArgumentError(
-        absl::StrCat("model: rope base ", c.ropeBase, " is not positive"));
+        absl::StrCat("model: rope base ", c.ropeBase, " is not finite and at least 1"));
   if (!std::isfinite(c.eps) || c.eps < 0.0f)
     return absl::InvalidArgumentError(absl::StrCat("model: rms eps ", c.eps, " is not >= 0"));
   return absl::OkStatus();

@@ -101,7 +101,8 @@ stage_fuzz() {
   timed "gguf fuzz" "$fuzz/GgufFuzz" -max_total_time="$seconds" -rss_limit_mb=2048 \
     -max_len=65536 -print_final_stats=1 "$fuzz/gguf_corpus" "$fuzz/gguf_seeds"
   timed "c abi fuzz" "$fuzz/CApiFuzz" -max_total_time="$seconds" -rss_limit_mb=2048 \
-    -max_len=4096 -timeout=20 -print_final_stats=1 "$fuzz/capi_corpus"
+    -max_len=4096 -timeout=20 -print_final_stats=1 -dict="$root/tests/fuzz/capi.dict" \
+    "$fuzz/capi_corpus" "$root/tests/fuzz/capi_seeds"
   timed "trace fuzz" "$fuzz/TraceFuzz" -max_total_time="$seconds" -rss_limit_mb=2048 \
     -max_len=16384 -timeout=20 -print_final_stats=1 "$fuzz/trace_corpus" "$fuzz/trace_seeds"
   # The interpreter (FusionFuzzTest), the cpu kinds (CpuFuzzTest) and the vulkan kind

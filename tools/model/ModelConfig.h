@@ -37,8 +37,8 @@ struct ModelConfig {
 
 /// Ok when the shape is usable: every count positive, dims and heads at most 1 << 17, layers at
 /// most 4096, vocab and seqLen at most 1 << 24, nHeads divides dim, nKvHeads divides nHeads, an
-/// even head size, a finite rope base of at least 1 and eps. InvalidArgument naming the field and the
-/// numbers otherwise.
+/// even head size, a finite rope base of at least 1 and eps. InvalidArgument naming the field and
+/// the numbers otherwise.
 absl::Status validateConfig(const ModelConfig &config);
 
 /// "dim 64, hidden 172, layers 5, heads 8, kv heads 4, vocab 512, seq 512".

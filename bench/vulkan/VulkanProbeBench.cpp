@@ -366,8 +366,9 @@ constexpr const char *kGridKernel = R"(
 // counter p - 1 to 0 (every workgroup of launch p is past its wait then), so a run leaves only the
 // last launch's counter set (checked). It relies on the device starting a launch's workgroups
 // only after every workgroup of the launches before it has started, which Vulkan does not
-// promise. On an H100 it was slower than a launch and a barrier from 66 workgroups on (README,
-// 2026-12-07); the runtime's version of it (eeef68e, SINTER_VK_CHAIN) was reverted.
+// promise. On an H100 it was slower than a launch and a barrier from 66 workgroups on
+// (docs/PERFORMANCE.md, "Tried and removed"); the runtime's version of it (eeef68e,
+// SINTER_VK_CHAIN) was reverted.
 constexpr const char *kFlagKernel = R"(
        %main = OpFunction %void None %fn
       %entry = OpLabel

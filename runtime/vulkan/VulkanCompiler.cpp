@@ -115,7 +115,7 @@ absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const Kerne
     return &built;
   };
   // Ops no kernel can be built for run on the host, in their place between submissions: slow,
-  // but every accepted call computes. Said once per kernel name in the log.
+  // but every accepted call computes. Said once per op kind in the log.
   auto hostStep = [&](std::vector<KernelMember> members, size_t k,
                       const absl::Status &why) -> Step {
     Step s;

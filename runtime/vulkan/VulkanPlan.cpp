@@ -839,17 +839,16 @@ absl::Status VulkanPlanImpl::run(const PlanArgs &args) {
       uint64_t before = submissions_;
       status = resolveUpload(i, args, hazards);
       split |= submissions_ != before;
-    } else if (s.kind == Step::Kind::Host ||
-               (s.kind == Step::Kind::Dispatch && !fitsBindings(s, args))) {
-      // After its submission and wait, a host step begins a fresh segment: no hazard is left.
-      status = runOnHost(i, args);
-      split = true;
-      hazards.clear();
     } else if (s.kind == Step::Kind::Copy || copyTooWideToBind(s, args)) {
       // A copy kernel (replay's stand-in for vkCmdCopyBuffer) cannot bind a buffer above
       // maxStorageBufferRange (a 262 MB embedding table on lavapipe): vkCmdCopyBuffer then, its
       // offsets baked in (such a run re-records its commands).
       status = resolveCopy(boundOp(s.member, args.params), args, hazards);
+    } else if (s.kind == Step::Kind::Host || !fitsBindings(s, args)) {
+      // After its submission and wait, a host step begins a fresh segment: no hazard is left.
+      status = runOnHost(i, args);
+      split = true;
+      hazards.clear();
     } else {
       absl::InlinedVector<OpCall, 4> ops;
       for (const KernelMember &m : s.members)

@@ -55,16 +55,29 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> makeVulkan(const BackendOptions 
   return createVulkanBackend(options);
 }
 
+// The fastest kind this machine has: vulkan on a GPU, else cpu. A Vulkan device that is a CPU
+// implementation (Mesa's lavapipe) runs the same kernels far slower than the cpu kind's JIT.
+absl::StatusOr<std::unique_ptr<ComputeBackend>> makeAuto(const BackendOptions &options) {
+  if (haveSpirvCodegen()) {
+    absl::StatusOr<std::unique_ptr<runtime::vulkan::VulkanDevice>> device =
+        runtime::vulkan::VulkanDevice::create();
+    if (device.ok() && (*device)->caps().deviceKind != VK_PHYSICAL_DEVICE_TYPE_CPU) {
+      VulkanBackendOptions vulkan;
+      vulkan.device = std::move(device).value();
+      return createVulkanBackend(options, std::move(vulkan));
+    }
+  }
+  return makeCpu(options);
+}
+
 struct KindEntry {
   const char *name;
   MakeFn make; ///< nullptr: a known kind that this build does not have yet
 };
 
 constexpr KindEntry kKinds[] = {
-    {"reference", makeReference},
-    {"cpu", makeCpu},
-    {"vulkan", makeVulkan},
-    {"lazy", makeLazy},
+    {"reference", makeReference}, {"cpu", makeCpu},   {"vulkan", makeVulkan},
+    {"lazy", makeLazy},           {"auto", makeAuto},
 };
 
 /// The fusion patterns SINTER_DISABLE_FUSION may name: the passes' kill-switch names.

@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
-# tools/run-main.sh - the README's first command: install, build, and run the main job, an
-# end-to-end greedy decode of a built-in (synthetic, deterministic) TinyLlama-1.1B model with
-# Q4_0 weights. Extra arguments go to sinter-run (e.g. --backend reference --steps 4).
+# tools/run-main.sh - the README's first command: install, build, and run the main job, greedy
+# decodes through Sinter's fastest backend on this machine (`--backend auto`: vulkan on a GPU,
+# else the cpu kind's JIT kernels): the real stories260K model from ../shared, then a built-in
+# (synthetic, deterministic) TinyLlama-1.1B with Q4_0 weights. Extra arguments go to the second
+# sinter-run (e.g. --steps 64, or --backend reference for the scalar oracle).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bash "$root/tools/setup.sh"
 bash "$root/tools/build.sh"
 build=${SINTER_BUILD_DIR:-$root/build}
-exec "$build/tools/sinter-run/sinter-run" --synthetic tinyllama-1.1b --dtype q4_0 \
-  --backend reference --steps 2 "$@"
+run="$build/tools/sinter-run/sinter-run"
+model="$root/../shared/models/stories260K.bin"
+if [ -f "$model" ]; then
+  "$run" --model "$model" --backend auto --steps 64
+else
+  echo "run-main: $model is absent (../shared beside the checkout); skipping stories260K" >&2
+fi
+echo
+exec "$run" --synthetic tinyllama-1.1b --dtype q4_0 --backend auto --steps 32 "$@"

@@ -19,7 +19,9 @@ namespace sinter {
 
 /// How to build a backend.
 struct BackendOptions {
-  /// "reference", "cpu", "vulkan" (and "lazy": the lazy recorder on the plan interpreter).
+  /// "reference", "cpu", "vulkan" (and "lazy": the lazy recorder on the plan interpreter), or
+  /// "auto": vulkan where the machine has a GPU (a CPU Vulkan implementation does not count),
+  /// else cpu.
   std::string kind = "reference";
   /// Fusion on or off for the lazy backends; off runs every op as its own kernel.
   bool fusion = true;

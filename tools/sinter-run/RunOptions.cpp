@@ -81,7 +81,8 @@ const std::vector<Flag> &flags() {
          o.writeGguf = v;
          return S();
        }},
-      {"--backend", "KIND", "reference, cpu, vulkan or lazy (default reference)",
+      {"--backend", "KIND",
+       "reference, cpu, vulkan, lazy, or auto: vulkan on a GPU, else cpu (default reference)",
        [](O &o, V v) {
          o.backend = v;
          return S();

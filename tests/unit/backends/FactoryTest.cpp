@@ -54,6 +54,27 @@ TEST(FactoryTest, VulkanKindIsBuiltWithTheSpirvGeneratorAndADevice) {
   }
 }
 
+// auto is the fastest kind the machine has: vulkan on a GPU, the cpu kind otherwise (a CPU
+// Vulkan implementation such as lavapipe does not count), fused as asked.
+TEST(FactoryTest, AutoKindIsVulkanOnAGpuElseCpu) {
+  bool gpu = false;
+  if (haveSpirvCodegen()) {
+    absl::StatusOr<std::unique_ptr<runtime::vulkan::VulkanDevice>> device =
+        runtime::vulkan::VulkanDevice::create();
+    gpu = device.ok() && (*device)->caps().deviceKind != VK_PHYSICAL_DEVICE_TYPE_CPU;
+  }
+  for (bool fusion : {true, false}) {
+    BackendOptions options;
+    options.kind = "auto";
+    options.fusion = fusion;
+    absl::StatusOr<std::unique_ptr<ComputeBackend>> backend = createBackend(options);
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    std::string want =
+        std::string(gpu ? "sinter-vulkan" : "sinter-cpu") + (fusion ? "" : "-unfused");
+    EXPECT_EQ((*backend)->name(), want);
+  }
+}
+
 TEST(FactoryTest, LazyKindRecordsOnThePlanInterpreter) {
   for (bool fusion : {true, false}) {
     BackendOptions options;

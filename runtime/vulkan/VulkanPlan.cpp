@@ -14,15 +14,14 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <memory>
 #include <tuple>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "runtime/FaultInjection.h"
 #include "runtime/vulkan/DescriptorCache.h"
 #include "runtime/vulkan/HazardTracker.h"
+#include "runtime/vulkan/HostSteps.h"
 #include "runtime/vulkan/LaunchGroups.h"
 #include "runtime/vulkan/PipelineCache.h"
 #include "runtime/vulkan/StagingRing.h"
@@ -344,71 +343,15 @@ bool VulkanPlanImpl::copyTooWideToBind(const Step &s, const PlanArgs &args) cons
   return false;
 }
 
-/// The largest range a descriptor binds: maxStorageBufferRange in whole 16-byte words.
-uint64_t bindLimit(const DeviceCaps &caps) { return caps.maxStorageBufferRange & ~uint64_t(15); }
-
 bool VulkanPlanImpl::fitsBindings(const Step &s, const PlanArgs &args) const {
-  const uint64_t limit = bindLimit(device_->caps());
-  for (int i = 0; i < s.access.count; ++i) {
-    const auto *ref = static_cast<const BufferRef *>(args.slotDevice[s.access.slots[i]]);
-    if (!ref || ref->size <= limit)
-      continue;
-    // A large buffer: where do this run's members reach into it?
-    for (const KernelMember &m : s.heads ? s.heads->members : s.members) {
-      OpCall op = boundOp(m, args.params);
-      absl::StatusOr<AccessList> accesses = opAccesses(op);
-      if (!accesses.ok())
-        return false;
-      for (const BufferAccess &a : *accesses)
-        if (Trace::slotOf(op.buffers[a.bufferIndex]) == s.access.slots[i] && a.size > 0 &&
-            (a.offset > limit || a.size > limit - a.offset))
-          return false;
-    }
-  }
-  return true;
+  return membersFitBindings(device_->caps(), s.heads ? s.heads->members : s.members, s.access,
+                            args);
 }
 
 absl::Status VulkanPlanImpl::runOnHost(size_t index, const PlanArgs &args) {
   const Step &s = steps_[index];
   SINTER_RETURN_IF_ERROR(submitCommands(index, /*keep=*/false));
-  // Each slot the members touch: host memory for bytes [0, end) of which [lo, end) are filled
-  // (only the pages touched are committed), and the bytes written.
-  struct HostCopy {
-    uint64_t lo = UINT64_MAX, end = 0, writeLo = UINT64_MAX, writeEnd = 0;
-    std::unique_ptr<uint8_t[]> bytes;
-  };
-  absl::flat_hash_map<uint32_t, HostCopy> copies;
-  std::vector<OpCall> ops;
-  for (const KernelMember &m : s.heads ? s.heads->members : s.members) {
-    ops.push_back(boundOp(m, args.params));
-    SINTER_ASSIGN_OR_RETURN(AccessList accesses, opAccesses(ops.back()));
-    for (const BufferAccess &a : accesses) {
-      if (a.size == 0)
-        continue;
-      HostCopy &c = copies[Trace::slotOf(ops.back().buffers[a.bufferIndex])];
-      c.lo = std::min(c.lo, a.offset);
-      c.end = std::max(c.end, a.offset + a.size);
-      if (a.write) {
-        c.writeLo = std::min(c.writeLo, a.offset);
-        c.writeEnd = std::max(c.writeEnd, a.offset + a.size);
-      }
-    }
-  }
-  for (auto &[slot, c] : copies) {
-    const auto &ref = *static_cast<const BufferRef *>(args.slotDevice[slot]);
-    c.bytes.reset(new uint8_t[c.end]);
-    SINTER_RETURN_IF_ERROR(
-        device_->read(ref, absl::MakeSpan(c.bytes.get() + c.lo, c.end - c.lo), c.lo));
-  }
-  for (const OpCall &op : ops)
-    executeReference(op, [&](BufferHandle h) { return copies[Trace::slotOf(h)].bytes.get(); });
-  for (auto &[slot, c] : copies) {
-    if (c.writeEnd == 0)
-      continue;
-    const auto &ref = *static_cast<const BufferRef *>(args.slotDevice[slot]);
-    SINTER_RETURN_IF_ERROR(device_->write(
-        ref, absl::MakeConstSpan(c.bytes.get() + c.writeLo, c.writeEnd - c.writeLo), c.writeLo));
-  }
+  SINTER_RETURN_IF_ERROR(runMembersOnHost(*device_, s.heads ? s.heads->members : s.members, args));
   ++hostRuns_;
   return beginSegment(index + 1);
 }
@@ -1021,30 +964,6 @@ void VulkanPlanImpl::collectTimes(const std::vector<uint32_t> &dispatchSteps, do
 }
 
 } // namespace
-
-StepAccesses accessesOf(const TraceEntry &e) {
-  StepAccesses s;
-  if (e.kind == TraceEntry::Kind::Upload) {
-    s.add(e.uploadSlot, /*read=*/false, /*write=*/true);
-    return s;
-  }
-  const OpCall &op = e.op;
-  int n = opInfo(op.kind).numBuffers;
-  bool read[3] = {}, write[3] = {};
-  absl::StatusOr<AccessList> accesses = opAccesses(op);
-  for (int i = 0; i < n && !accesses.ok(); ++i)
-    read[i] = write[i] = true; // validated when recorded; be conservative anyway
-  if (accesses.ok()) {
-    // Sizes are not looked at: one that is 0 for these integers may not be for others.
-    for (const BufferAccess &a : *accesses) {
-      read[a.bufferIndex] |= a.read;
-      write[a.bufferIndex] |= a.write;
-    }
-  }
-  for (int i = 0; i < n; ++i)
-    s.add(Trace::slotOf(op.buffers[i]), read[i], write[i]);
-  return s;
-}
 
 std::unique_ptr<Plan> makeVulkanPlan(std::shared_ptr<VulkanDevice> device,
                                      std::shared_ptr<VulkanCompiler::Shared> shared,

@@ -151,11 +151,6 @@ TEST_P(ExtremeArgsTest, RejectedOrComputedAsTheReferenceDoes) {
     mine.push_back(test::uploadBytes(backend, bytes));
     theirs.push_back(test::uploadBytes(reference, bytes));
   }
-  auto bind = [&](OpCall op, const std::vector<BufferHandle> &handles) {
-    for (int j = 0; j < numBuffers; ++j)
-      op.buffers[j] = handles[op.buffers[j].id - 1];
-    return op;
-  };
   // Quantized products may quantize x to int8 (SEMANTICS.md's second tolerance).
   const double tolerance = base.op.kind == OpKind::QuantizedMatmul && base.op.dtype != DType::F32
                                ? test::kQuantizedActivationTolerance
@@ -169,8 +164,8 @@ TEST_P(ExtremeArgsTest, RejectedOrComputedAsTheReferenceDoes) {
       ASSERT_TRUE(backend.copyToDevice(bytes, mine[j]).ok()) << what;
       ASSERT_TRUE(reference.copyToDevice(bytes, theirs[j]).ok()) << what;
     }
-    absl::Status want = test::callOp(reference, bind(variant, theirs));
-    absl::Status got = test::callOp(backend, bind(variant, mine));
+    absl::Status want = test::callOp(reference, test::bindSlots(variant, theirs));
+    absl::Status got = test::callOp(backend, test::bindSlots(variant, mine));
     ASSERT_EQ(got.code(), want.code()) << what << ": " << got << " (reference: " << want << ")";
     if (!want.ok()) {
       ++rejected;

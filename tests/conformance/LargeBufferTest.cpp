@@ -127,17 +127,12 @@ TEST_P(LargeBufferTest, ComputesAsTheReference) {
     mine.push_back(test::uploadBytes(backend, bytes));
     theirs.push_back(test::uploadBytes(reference, bytes));
   }
-  auto bind = [&](OpCall op, const std::vector<BufferHandle> &handles) {
-    for (int j = 0; j < numBuffers; ++j)
-      op.buffers[j] = handles[op.buffers[j].id - 1];
-    return op;
-  };
-  ASSERT_TRUE(test::callOp(reference, bind(c.op, theirs)).ok());
+  ASSERT_TRUE(test::callOp(reference, test::bindSlots(c.op, theirs)).ok());
   // An unrelated op recorded in the same flush must run too.
   std::vector<float> small = {1, 2, 3, 4};
   BufferHandle other = test::uploadFloats(backend, small), otherOut = *backend.allocate(16);
   ASSERT_TRUE(backend.add(other, other, otherOut, 4).ok());
-  absl::Status called = test::callOp(backend, bind(c.op, mine));
+  absl::Status called = test::callOp(backend, test::bindSlots(c.op, mine));
   ASSERT_TRUE(called.ok()) << called;
   absl::Status synced = backend.synchronize();
   ASSERT_TRUE(synced.ok()) << synced;

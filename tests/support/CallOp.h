@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "sinter/ComputeBackend.h"
 #include "support/Ops.h"
 
@@ -47,6 +48,14 @@ inline absl::Status callOp(ComputeBackend &backend, const OpCall &op) {
     return backend.quantizedMatmul(b[0], b[1], b[2], u(0), u(1), op.dtype);
   }
   return absl::InternalError("callOp: unknown op kind");
+}
+
+/// `op` written on slots (BufferHandle{j + 1} for the j-th buffer of a table's case) with each
+/// replaced by handles[j], the buffers a backend gave out.
+inline OpCall bindSlots(OpCall op, absl::Span<const BufferHandle> handles) {
+  for (int j = 0; j < opInfo(op.kind).numBuffers; ++j)
+    op.buffers[j] = handles[op.buffers[j].id - 1];
+  return op;
 }
 
 } // namespace sinter::test

@@ -1,4 +1,5 @@
-// ElementwiseMath.cpp - exp, silu and the binary element-wise ops, emitted with arith.
+// ElementwiseMath.cpp - exp, silu, the binary element-wise ops and rms_norm's range rescue, emitted
+// with arith.
 //
 // exp follows the classic Cody-Waite scheme: n = round(x / ln 2) (the 1.5 * 2^23 trick on the CPU,
 // math.roundeven on GPUs, see MathTarget), r = x - n ln 2 in two parts, e^r
@@ -7,6 +8,8 @@
 #include "codegen/ElementwiseMath.h"
 
 #include <cassert>
+#include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -157,6 +160,97 @@ Value emitSilu(mlir::OpBuilder &b, mlir::Location loc, Value x, MathTarget targe
   Value denom =
       b.create<arith::AddFOp>(loc, floatConstant(b, loc, type, 1.0), emitExp(b, loc, negX, target));
   return b.create<arith::DivFOp>(loc, x, denom);
+}
+
+Value emitRmsRescueNeeded(mlir::OpBuilder &b, mlir::Location loc, Value sumSquares) {
+  Type type = sumSquares.getType();
+  // Ordered compares: false for NaN, which the fast path passes on.
+  Value below = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OLT, sumSquares,
+                                        floatConstant(b, loc, type, 0x1p-60));
+  Value overflow = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OEQ, sumSquares,
+                                           floatConstant(b, loc, type, INFINITY));
+  return b.create<arith::OrIOp>(loc, below, overflow);
+}
+
+Value emitBiasedExponent(mlir::OpBuilder &b, mlir::Location loc, Value x) {
+  Type i32 = withElement(x.getType(), b.getI32Type());
+  Value bits = b.create<arith::BitcastOp>(loc, i32, x);
+  Value shifted = b.create<arith::ShRUIOp>(loc, bits, intConstant(b, loc, i32, 23));
+  return b.create<arith::AndIOp>(loc, shifted, intConstant(b, loc, i32, 0xff));
+}
+
+Value emitRmsRescueExponent(mlir::OpBuilder &b, mlir::Location loc, Value maxBiasedExponent) {
+  Type i32 = maxBiasedExponent.getType();
+  // The largest |x| is in [2^(e - 127), 2^(e - 126)) for a normal biased exponent e.
+  Value j = b.create<arith::SubIOp>(loc, intConstant(b, loc, i32, 127), maxBiasedExponent);
+  j = b.create<arith::MaxSIOp>(loc, j, intConstant(b, loc, i32, -126));
+  return b.create<arith::MinSIOp>(loc, j, intConstant(b, loc, i32, 126));
+}
+
+namespace {
+
+// 2^k as f32 from its exponent bits, for an i32 k (scalar or vector) in [-126, 127].
+Value powerOfTwo(mlir::OpBuilder &b, mlir::Location loc, Type type, Value k) {
+  Type i32 = withElement(type, b.getI32Type());
+  Value biased = b.create<arith::AddIOp>(loc, k, intConstant(b, loc, i32, 127));
+  Value bits = b.create<arith::ShLIOp>(loc, biased, intConstant(b, loc, i32, 23));
+  return b.create<arith::BitcastOp>(loc, type, bits);
+}
+
+} // namespace
+
+Value emitScaleByPowerOfTwo(mlir::OpBuilder &b, mlir::Location loc, Value x, Value j) {
+  Type type = x.getType();
+  Type i32 = withElement(type, b.getI32Type());
+  int64_t lanes = 0;
+  if (auto v = mlir::dyn_cast<mlir::VectorType>(type))
+    lanes = v.getNumElements();
+  Value jv = splat(b, loc, j, lanes);
+  auto ci = [&](int64_t v) { return intConstant(b, loc, i32, v); };
+  // A normal x (or inf, NaN): one multiply by 2^j, exact unless the result is subnormal.
+  Value normal = b.create<arith::MulFOp>(loc, x, powerOfTwo(b, loc, type, jv));
+  // A subnormal x is m 2^-149 (m < 2^23 its mantissa bits): m converted exactly, times
+  // 2^(j - 149), a normal float when j >= 23; below that the result is under 2^-103 and taken
+  // as zero (the rescue's largest |x 2^j| is at least 2^-23, so such terms are far below its
+  // rounding).
+  Value bits = b.create<arith::BitcastOp>(loc, i32, x);
+  Value mantissa = b.create<arith::AndIOp>(loc, bits, ci(0x7fffff));
+  Value magnitude = b.create<arith::UIToFPOp>(loc, type, mantissa);
+  Value step = powerOfTwo(b, loc, type, b.create<arith::SubIOp>(loc, jv, ci(149)));
+  Value inRange = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sge, jv, ci(23));
+  step = b.create<arith::SelectOp>(loc, inRange, step, floatConstant(b, loc, type, 0.0));
+  Value scaled = b.create<arith::BitcastOp>(
+      loc, i32, b.create<arith::MulFOp>(loc, magnitude, step).getResult());
+  Value sign = b.create<arith::AndIOp>(loc, bits, ci(INT32_MIN));
+  Value subnormal =
+      b.create<arith::BitcastOp>(loc, type, b.create<arith::OrIOp>(loc, scaled, sign).getResult());
+  Value isSubnormal =
+      b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, emitBiasedExponent(b, loc, x), ci(0));
+  return b.create<arith::SelectOp>(loc, isSubnormal, subnormal, normal);
+}
+
+RmsRescueScale emitRmsRescueScale(mlir::OpBuilder &b, mlir::Location loc, Value scaledSumSquares,
+                                  Value size, double eps, Value j) {
+  Type f32 = scaledSumSquares.getType();
+  auto f = [&](double v) { return floatConstant(b, loc, f32, v); };
+  Value p = powerOfTwo(b, loc, f32, j);
+  // eps 2^2j in two exact steps (2^2j itself need not be a float); 0 when eps is.
+  Value epsScaled =
+      b.create<arith::MulFOp>(loc, b.create<arith::MulFOp>(loc, f(eps), p).getResult(), p);
+  Value mean = b.create<arith::DivFOp>(loc, scaledSumSquares, size);
+  Value root =
+      b.create<mlir::math::SqrtOp>(loc, b.create<arith::AddFOp>(loc, mean, epsScaled).getResult());
+  Value inverse = b.create<arith::DivFOp>(loc, f(1.0), root);
+  Value epsRules = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OGT, epsScaled, f(0x1p100));
+  // Only where eps > 0 (eps 2^2j > 2^100): 1 / sqrt(eps) is then at most 2^74.5.
+  Value epsInverse =
+      b.create<arith::DivFOp>(loc, f(1.0), b.create<mlir::math::SqrtOp>(loc, f(eps)).getResult());
+  Value back =
+      powerOfTwo(b, loc, f32, b.create<arith::SubIOp>(loc, intConstant(b, loc, j.getType(), 0), j));
+  RmsRescueScale scale;
+  scale.inverse = b.create<arith::SelectOp>(loc, epsRules, epsInverse, inverse);
+  scale.post = b.create<arith::SelectOp>(loc, epsRules, back, f(1.0));
+  return scale;
 }
 
 bool isElementwise(OpKind kind) {

@@ -13,6 +13,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 namespace sinter::codegen::cpu {
 
@@ -94,15 +96,61 @@ void emitSoftmaxKernel(Emitter &e, const OpShape &op) {
   });
 }
 
+// The rescue of an rms_norm row whose f32 sum of squares cannot be trusted (ElementwiseMath.h):
+// j from the largest biased exponent of the row, then Σ (x 2^j)^2 and
+// out = ((x 2^j) w inverse) post.
+void emitRescuedRmsNormRow(Emitter &e, const OpShape &op, Value in, Value weight, Value size,
+                           Value out) {
+  mlir::OpBuilder &b = e.b;
+  mlir::Type i32 = b.getI32Type();
+  auto maxui = [&](Value acc, Value x, Value) {
+    return b.create<arith::MaxUIOp>(e.loc, acc, emitBiasedExponent(b, e.loc, x)).getResult();
+  };
+  Value zero = intConstant(b, e.loc, i32, 0);
+  Value maxExponent = emitRowFold(
+      e, in, size, splat(b, e.loc, zero, kLanes), zero, maxui,
+      [&](Value v) {
+        return b.create<mlir::vector::ReductionOp>(e.loc, mlir::vector::CombiningKind::MAXUI, v)
+            .getResult();
+      },
+      [&](Value a, Value c) { return b.create<arith::MaxUIOp>(e.loc, a, c).getResult(); });
+  Value j = emitRmsRescueExponent(b, e.loc, maxExponent);
+  auto scaled = [&](Value x) { return emitScaleByPowerOfTwo(b, e.loc, x, j); };
+  Value sumSquares = emitRowFold(
+      e, in, size, e.zeros(kLanes), e.cf32(0.0),
+      [&](Value acc, Value x, Value) {
+        Value xs = scaled(x);
+        return e.fma(xs, xs, acc);
+      },
+      [&](Value v) { return e.reduceAdd(v); }, [&](Value a, Value c) { return e.fadd(a, c); });
+  Value sizeF = b.create<arith::SIToFPOp>(e.loc, e.f32(), size);
+  RmsRescueScale scale = emitRmsRescueScale(b, e.loc, sumSquares, sizeF, double(op.scalar()), j);
+  emitRowMap(e, size, [&](Value i, int64_t lanes) {
+    Value v = e.fmul(scaled(e.loadF32(in, i, lanes)), e.loadF32(weight, i, lanes));
+    v = e.fmul(e.fmul(v, splat(b, e.loc, scale.inverse, lanes)),
+               splat(b, e.loc, scale.post, lanes));
+    e.storeF32(out, i, v);
+  });
+}
+
 } // namespace
 
-// rms_norm(in, weight, out, size, eps): out = in * w / sqrt(mean(in^2) + eps), the scale in f64.
+// rms_norm(in, weight, out, size, eps): out = in * w / sqrt(mean(in^2) + eps), the squares summed
+// in f32 and the scale in f64; a row whose f32 sum cannot be trusted (overflowed, or small enough
+// that squares may have underflowed) takes the rescue instead (ElementwiseMath.h). A branch, not
+// a wider accumulator: the common row runs exactly the f32 loop it always did.
 void emitRmsNormRow(Emitter &e, const OpShape &op, Value out) {
   Value in = e.buffer(0), weight = e.buffer(1), size = e.intArg(op, 0);
   auto square = [&](Value acc, Value x, Value) { return e.fma(x, x, acc); };
   Value sumSquares = emitRowFold(
       e, in, size, e.zeros(kLanes), e.cf32(0.0), square, [&](Value v) { return e.reduceAdd(v); },
       [&](Value a, Value c) { return e.fadd(a, c); });
+  auto rescue = e.b.create<mlir::scf::IfOp>(e.loc, emitRmsRescueNeeded(e.b, e.loc, sumSquares),
+                                            /*withElseRegion=*/true);
+  mlir::OpBuilder::InsertionGuard guard(e.b);
+  e.b.setInsertionPoint(rescue.thenBlock()->getTerminator());
+  emitRescuedRmsNormRow(e, op, in, weight, size, out);
+  e.b.setInsertionPoint(rescue.elseBlock()->getTerminator());
   mlir::Type f64 = e.b.getF64Type();
   Value wide = extendFloat(e.b, e.loc, f64, sumSquares);
   Value mean =

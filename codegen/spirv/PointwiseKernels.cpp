@@ -75,22 +75,56 @@ void emitSoftmaxKernel(Emitter &e, const OpShape &op) {
             [&](Value i) { e.store(e.fmul(e.load(out, i), inverse), out, i); });
 }
 
-// rms_norm(in, weight, out, size, eps): out = in * w / sqrt(mean(in^2) + eps).
+// rms_norm(in, weight, out, size, eps): out = in * w / sqrt(mean(in^2) + eps), the squares
+// summed in f32; a row whose sum cannot be trusted (overflowed, or small enough that squares may
+// have underflowed) takes the rescue instead (ElementwiseMath.h): Σ (x 2^j)^2 and
+// out = ((x 2^j) w inverse) post. The sum is the subgroup's, so the branch is uniform.
 void emitRmsNormKernel(Emitter &e, const OpShape &op) {
   Value in = e.buffer(0), weight = e.buffer(1), out = e.buffer(2), size = e.intArg(op, 0);
   Value sumSquares = emitRowFold(
       e, in, size, e.cf(0.0), [&](Value acc, Value x, Value) { return e.fma(x, x, acc); },
       /*isMax=*/false);
   Value sizeF = e.b.create<arith::UIToFPOp>(e.loc, e.f32(), e.toI32(size));
-  Value mean = e.b.create<arith::DivFOp>(e.loc, sumSquares, sizeF);
-  Value root = e.b.create<mlir::math::SqrtOp>(e.loc, e.fadd(mean, e.cf(op.scalar())));
-  Value scale = e.b.create<arith::DivFOp>(e.loc, e.cf(1.0), root);
-  e.forLoop(e.laneId(), size, e.ci(e.target.subgroupSize), [&](Value i) {
-    e.store(e.fmul(e.fmul(e.load(in, i), e.load(weight, i)), scale), out, i);
+  auto rescue = [&] {
+    Value j = rmsRescueExponent(e, size, [&](Value i) { return e.load(in, i); });
+    auto scaled = [&](Value x) { return emitScaleByPowerOfTwo(e.b, e.loc, x, j); };
+    Value scaledSquares = emitRowFold(
+        e, in, size, e.cf(0.0),
+        [&](Value acc, Value x, Value) {
+          Value xs = scaled(x);
+          return e.fma(xs, xs, acc);
+        },
+        /*isMax=*/false);
+    RmsRescueScale s = emitRmsRescueScale(e.b, e.loc, scaledSquares, sizeF, op.scalar(), j);
+    e.forLoop(e.laneId(), size, e.ci(e.target.subgroupSize), [&](Value i) {
+      Value v = e.fmul(scaled(e.load(in, i)), e.load(weight, i));
+      e.store(e.fmul(e.fmul(v, s.inverse), s.post), out, i);
+    });
+  };
+  e.ifElse(emitRmsRescueNeeded(e.b, e.loc, sumSquares), rescue, [&] {
+    Value mean = e.b.create<arith::DivFOp>(e.loc, sumSquares, sizeF);
+    Value root = e.b.create<mlir::math::SqrtOp>(e.loc, e.fadd(mean, e.cf(op.scalar())));
+    Value scale = e.b.create<arith::DivFOp>(e.loc, e.cf(1.0), root);
+    e.forLoop(e.laneId(), size, e.ci(e.target.subgroupSize), [&](Value i) {
+      e.store(e.fmul(e.fmul(e.load(in, i), e.load(weight, i)), scale), out, i);
+    });
   });
 }
 
 } // namespace
+
+Value rmsRescueExponent(Emitter &e, Value n, llvm::function_ref<Value(Value i)> element) {
+  // The biased exponents (0..255) are exact as floats, so the subgroup's float maximum serves.
+  const uint32_t lanes = e.target.subgroupSize;
+  Value mine =
+      e.forLoop(e.laneId(), n, e.ci(lanes), ValueRange{e.cf(0.0)}, [&](Value i, ValueRange it) {
+        Value biased = emitBiasedExponent(e.b, e.loc, element(i));
+        Value asFloat = e.b.create<arith::UIToFPOp>(e.loc, e.f32(), biased);
+        return llvm::SmallVector<Value>{e.b.create<arith::MaxNumFOp>(e.loc, it[0], asFloat)};
+      })[0];
+  Value biased = e.b.create<arith::FPToUIOp>(e.loc, e.i32(), e.clusterMax(mine, lanes));
+  return emitRmsRescueExponent(e.b, e.loc, biased);
+}
 
 // Pair i of a head turns by pos * f_i / (2 pi) turns, f_i = base^(-2i / head_dim) as the
 // reference computes it: the fraction as a 64-bit fixed-point number in two u32 words, in a

@@ -7,6 +7,9 @@
 // here too; the pieces come from QuantWords.h.
 #include <algorithm>
 #include <array>
+#include <cassert>
+#include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -44,7 +47,7 @@ constexpr int64_t kIntDotMinRows = 64;
 struct WorkgroupX {
   Value xq, xd, xz, squares;
 };
-WorkgroupX quantizeXIntoWorkgroup(Emitter &e, const OpShape &op, Value x4, Value g4,
+WorkgroupX quantizeXIntoWorkgroup(Emitter &e, const OpShape &op, const XSource &xs,
                                   Value partials) {
   mlir::OpBuilder &b = e.b;
   const bool q4 = op.dtype == DType::Q4_0;
@@ -55,7 +58,7 @@ WorkgroupX quantizeXIntoWorkgroup(Emitter &e, const OpShape &op, Value x4, Value
   wx.xq = workgroupArray(e, e.i32(), vectors);
   wx.xd = workgroupArray(e, e.f32(), blocks);
   wx.xz = q4 ? workgroupArray(e, e.f32(), blocks) : Value();
-  Value xq = wx.xq, xd = wx.xd, xz = wx.xz;
+  Value xq = wx.xq, xd = wx.xd, xz = wx.xz, g4 = xs.g4;
   // 1. x: vector v by invocation v mod T, every invocation making the same number of passes
   // so that the 8 lanes of a block (aligned: T is a multiple of 8) all reach the shuffles.
   Value tid = e.threadId(), threads = e.ci(e.plan.workgroupSize);
@@ -66,7 +69,7 @@ WorkgroupX quantizeXIntoWorkgroup(Emitter &e, const OpShape &op, Value x4, Value
                   Value at = e.add(v0, tid);
                   Value live = e.ult(at, e.ci(vectors));
                   Value v = e.minu(at, lastVector);
-                  Value in = e.load(x4, v);
+                  Value in = xs.load(e, v);
                   Value xv =
                       g4 ? b.create<arith::MulFOp>(e.loc, in, e.load(g4, v)).getResult() : in;
                   Value sq = it[0];
@@ -108,10 +111,11 @@ WorkgroupX quantizeXIntoWorkgroup(Emitter &e, const OpShape &op, Value x4, Value
 //
 // With KernelPlan::maxGroups the grid is capped and workgroup g loops over the tiles g, g + G,
 // ... (G the grid's size) after quantizing x once.
-void emitIntDotQMatmul(Emitter &e, const OpShape &op, llvm::ArrayRef<Value> rowW, Value x4,
-                       Value g4, Value nBlocks, Value nRows, TileRows tileRows, Value lane,
-                       uint32_t lanes, Finish finish) {
+void emitIntDotQMatmul(Emitter &e, const OpShape &op, llvm::ArrayRef<Value> rowW, const XSource &xs,
+                       Value nBlocks, Value nRows, TileRows tileRows, Value lane, uint32_t lanes,
+                       Finish finish) {
   mlir::OpBuilder &b = e.b;
+  Value g4 = xs.g4;
   const QuantLayout layout = quantLayout(op.dtype);
   const bool q4 = op.dtype == DType::Q4_0;
   const int64_t rows = e.plan.rowsPerSubgroup, perBlock = e.plan.splitWords;
@@ -204,7 +208,7 @@ void emitIntDotQMatmul(Emitter &e, const OpShape &op, llvm::ArrayRef<Value> rowW
   std::optional<Batch> prefetched;
   if (e.plan.prefetch)
     prefetched = loadBatch(e.divu(lane, e.ci(lanesPerBlock)), /*guardFirst=*/true);
-  WorkgroupX wx = quantizeXIntoWorkgroup(e, op, x4, g4, partials);
+  WorkgroupX wx = quantizeXIntoWorkgroup(e, op, xs, partials);
   xq = wx.xq;
   xd = wx.xd;
   xz = wx.xz;
@@ -252,10 +256,11 @@ using Complete = llvm::function_ref<void(llvm::SmallVector<Value>, Value, Value,
 // 32 values, and with `int8` quantize them on the spot (max |x| over the block's lanes, q =
 // round(x 127 / max), SUDot/SDot against the quant words, as emitIntDotQMatmul). The lanes' sums
 // meet in workgroup memory, one barrier, and invocation r stores row r.
-void emitWorkgroupRowsQMatmul(Emitter &e, const OpShape &op, Value x4, Value g4, Value nBlocks,
+void emitWorkgroupRowsQMatmul(Emitter &e, const OpShape &op, const XSource &xs, Value nBlocks,
                               llvm::ArrayRef<Value> rowBases, bool int8, Complete complete,
                               Value firstRow) {
   mlir::OpBuilder &b = e.b;
+  Value g4 = xs.g4;
   const bool q4 = op.dtype == DType::Q4_0;
   const QuantLayout layout = quantLayout(op.dtype);
   const int64_t rows = e.plan.rowsPerSubgroup, perBlock = e.plan.splitWords;
@@ -294,7 +299,7 @@ void emitWorkgroupRowsQMatmul(Emitter &e, const OpShape &op, Value x4, Value g4,
           Value first4 = e.add(e.mul(L.blk, e.ci(8)), word);
           for (int64_t h = 0; h < (q4 ? 2 : 1); ++h) {
             Value index = e.add(first4, e.ci(4 * h));
-            Value xv = e.load(x4, index);
+            Value xv = xs.load(e, index);
             L.ins.push_back(xv);
             L.xs.push_back(g4 ? b.create<arith::MulFOp>(e.loc, xv, e.load(g4, index)).getResult()
                               : xv);
@@ -419,21 +424,21 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
   bool scalar = isScalarFormat(op.dtype);
   int64_t elementBytes = dtypeInfo(op.dtype).bytesPerBlock; // scalar formats only
   uint32_t lanes = e.target.subgroupSize;
-  const int64_t rows = e.plan.rowsPerSubgroup, step = e.plan.blocksPerStep;
+  const int64_t rows = e.plan.rowsPerSubgroup, planStep = e.plan.blocksPerStep;
   // Output rows a cluster computes: its `rows` accumulators, or one row of two products.
   const int64_t outRows = sibling ? 1 : rows;
   // The matrix each accumulator reads.
   llvm::SmallVector<Value, 8> rowW(rows, w);
   if (sibling)
     rowW[1] = e.memberBuffer(siblingMember, 0);
-  int64_t alignment = alignmentOf(layout.blockBytes * step);
+  int64_t planAlignment = alignmentOf(layout.blockBytes * planStep);
   // Pairs at 4-byte boundaries of a format with a fast decoder (SINTER_VK_QMATMUL=decode=generic
   // keeps the generic one, for comparison).
-  const bool fast = hasFastQuantDecoder(op.dtype) && step % 2 == 0 && alignment == 4 &&
-                    !e.target.qmatmulGenericDecode;
+  const bool planFast = hasFastQuantDecoder(op.dtype) && planStep % 2 == 0 && planAlignment == 4 &&
+                        !e.target.qmatmulGenericDecode;
   if (scalar)
-    alignment = op.isStatic(1) ? alignmentOf(op.ints[1] * elementBytes) : elementBytes;
-  alignment = std::min<int64_t>(alignment, 4);
+    planAlignment = op.isStatic(1) ? alignmentOf(op.ints[1] * elementBytes) : elementBytes;
+  planAlignment = std::min<int64_t>(planAlignment, 4);
   Value nBlocks = e.divu(nCols, e.ci(layout.blockWeights));
   Value bytesPerRow =
       scalar ? e.mul(nCols, e.ci(elementBytes)) : e.mul(nBlocks, e.ci(layout.blockBytes));
@@ -450,9 +455,21 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
   Value firstRow = firstRowOf(group);
   Value lane = e.remu(e.laneId(), e.ci(rowLanes));
   lanes = rowLanes;
-  // No branch around the reductions: rows past the end read the last row again and store
-  // nothing, so every lane of a subgroup reaches every shuffle.
-  e.ifThen(e.ult(e.ci(0), nRows), [&] {
+  // With a norm, complete() sets rescue[0] where the f32 sum of squares cannot be trusted
+  // (ElementwiseMath.h): the fast pass then stores nothing and the rows are computed again from
+  // x 2^j. The flag is uniform over the workgroup (every cluster sums the same x in the same
+  // order, or the workgroup shares one sum), so the second pass may have barriers.
+  Value rescue = norm ? e.functionArray(e.i32(), 1) : Value();
+  // The rows from x read through `xs` (its exponent set in the rescue pass).
+  auto emitRows = [&](const XSource &xs) {
+    // The rescue pass (xs.exponent set) is as rare as the rows that need it, so it takes the
+    // plan's schedule with the least code: f32 x (no int8), one block at a time, no pairs.
+    const bool rescuePass = static_cast<bool>(xs.exponent);
+    const int64_t step = rescuePass ? 1 : planStep;
+    const bool fast = planFast && !rescuePass;
+    const int64_t alignment = rescuePass && !scalar
+                                  ? std::min<int64_t>(alignmentOf(layout.blockBytes), 4)
+                                  : planAlignment;
     Value lastRow = e.sub(nRows, e.ci(1));
     auto rowBasesOf = [&](Value first) {
       llvm::SmallVector<Value, 4> bases;
@@ -485,14 +502,29 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
     // storer(r) says, from the rows' whole sums `totals` and the norm's sum of squares.
     auto complete = [&](llvm::SmallVector<Value> totals, Value squares, Value tileFirst,
                         llvm::function_ref<Value(int64_t)> storer) {
+      // Fast pass: false where the f32 sum of squares cannot be trusted; nothing is stored then,
+      // and the rescue pass computes the rows again.
+      Value keep;
       if (norm) {
         Value size = e.memberInt(0, *norm, 0);
         Value sizeF = e.b.create<arith::UIToFPOp>(e.loc, e.f32(), e.toI32(size));
-        Value mean = e.b.create<arith::DivFOp>(e.loc, squares, sizeF);
-        Value root = e.b.create<mlir::math::SqrtOp>(e.loc, e.fadd(mean, e.cf(norm->scalar())));
-        Value scale = e.b.create<arith::DivFOp>(e.loc, e.cf(1.0), root);
+        std::function<Value(Value)> normalize;
+        if (!xs.exponent) {
+          Value mean = e.b.create<arith::DivFOp>(e.loc, squares, sizeF);
+          Value root = e.b.create<mlir::math::SqrtOp>(e.loc, e.fadd(mean, e.cf(norm->scalar())));
+          Value scale = e.b.create<arith::DivFOp>(e.loc, e.cf(1.0), root);
+          normalize = [&e, scale](Value v) { return e.fmul(v, scale); };
+          Value needed = emitRmsRescueNeeded(e.b, e.loc, squares);
+          e.store(e.b.create<arith::ExtUIOp>(e.loc, e.i32(), needed), rescue, e.ci(0));
+          keep = e.b.create<arith::XOrIOp>(e.loc, needed,
+                                           e.b.create<arith::ConstantIntOp>(e.loc, 1, 1));
+        } else {
+          RmsRescueScale s =
+              emitRmsRescueScale(e.b, e.loc, squares, sizeF, norm->scalar(), xs.exponent);
+          normalize = [&e, s](Value v) { return e.fmul(e.fmul(v, s.inverse), s.post); };
+        }
         for (Value &t : totals)
-          t = e.fmul(t, scale);
+          t = normalize(t);
         // The normalized vector is still stored (the host or a later op may read it), unless
         // another launch stores it: every invocation knows 1 / rms, so the whole grid shares the
         // store, element i by invocation i mod (workgroups x workgroup size). (One subgroup
@@ -505,13 +537,15 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
             groups = e.minu(groups, e.ci(e.plan.maxGroups));
           Value threads = e.ci(e.plan.workgroupSize);
           Value self = e.add(e.mul(group, threads), e.threadId());
-          e.forLoop(self, size, e.mul(groups, threads), [&](Value i) {
-            auto at = [&](Value v4) {
-              return e.b.create<mlir::vector::ExtractElementOp>(
-                  e.loc, e.load(v4, e.divu(i, e.ci(4))), e.toI32(e.remu(i, e.ci(4))));
-            };
-            e.store(e.fmul(e.fmul(at(x4), at(g4)), scale), normOut, i);
-          });
+          auto storeNorm = [&] {
+            e.forLoop(self, size, e.mul(groups, threads), [&](Value i) {
+              e.store(normalize(e.fmul(xs.at(e, i), vec4Element(e, g4, i))), normOut, i);
+            });
+          };
+          if (keep)
+            e.ifThen(keep, storeNorm);
+          else
+            storeNorm();
         }
       }
       const int first = static_cast<int>(spec.prologue.size()) + 1;
@@ -541,6 +575,8 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
       for (int64_t r = 0; r < outRows; ++r) {
         Value row = e.add(tileFirst, e.ci(r));
         Value store = e.b.create<arith::AndIOp>(e.loc, storer(r), e.ult(row, nRows));
+        if (keep)
+          store = e.b.create<arith::AndIOp>(e.loc, store, keep);
         e.ifThen(store, [&] {
           e.store(totals[r], out, row);
           if (sibling)
@@ -577,13 +613,27 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
         squares = e.clusterSum(accs[rows], lanes);
       complete(totals, squares, tileFirst, [&](int64_t) { return e.ult(lane, e.ci(1)); });
     };
+    // The rescue pass computes every tile this workgroup has: its own and, with a capped grid
+    // (KernelPlan::maxGroups), g + G, g + 2G, ... as the int8 schedule visits them.
+    auto forEachTile = [&](llvm::function_ref<void(Value, llvm::ArrayRef<Value>)> tile) {
+      tile(firstRow, rowBases);
+      if (!e.plan.maxGroups)
+        return;
+      Value units = e.ci(e.plan.unitsPerGroup);
+      Value tiles = e.divu(e.add(nRows, e.sub(units, e.ci(1))), units);
+      Value groups = e.minu(tiles, e.ci(e.plan.maxGroups));
+      e.forLoop(e.add(group, groups), tiles, groups, [&](Value t) {
+        Value first = firstRowOf(t);
+        tile(first, rowBasesOf(first));
+      });
+    };
     if (e.plan.workgroupRows) {
       // Every invocation of the workgroup on the same rows (KernelPlan::workgroupRows); int8 x
       // from 64 rows, as the split schedule below.
       auto wide = [&](bool int8) {
-        emitWorkgroupRowsQMatmul(e, op, x4, g4, nBlocks, rowBases, int8, complete, firstRow);
+        emitWorkgroupRowsQMatmul(e, op, xs, nBlocks, rowBases, int8, complete, firstRow);
       };
-      if (e.plan.intDotX)
+      if (e.plan.intDotX && !rescuePass)
         e.ifElse(
             e.ult(e.ci(kIntDotMinRows - 1), nRows), [&] { wide(true); }, [&] { wide(false); });
       else
@@ -591,7 +641,7 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
       return;
     }
     if (e.plan.splitWords > 0) {
-      auto split = [&] {
+      auto split = [&](Value tileFirst, llvm::ArrayRef<Value> tileBases, int64_t unroll) {
         // Split blocks: W lanes per block, lane l taking quant word l % W of blocks
         // l / W, l / W + lanes / W, ...; the lanes of one load then read consecutive words of
         // consecutive blocks, and consecutive vec4s of x.
@@ -601,11 +651,10 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
             op.isStatic(1) && (op.ints[1] / layout.blockWeights * layout.blockBytes) % 4 == 0;
         llvm::SmallVector<Value, 8> rowWords;
         for (int64_t r = 0; r < rows; ++r)
-          rowWords.push_back(e.divu(rowBases[r], e.ci(4)));
+          rowWords.push_back(e.divu(tileBases[r], e.ci(4)));
         // U blocks per iteration, all their loads issued before any of their math (a lane's
         // loop is otherwise one memory latency per block); blocks past the end read the last
         // block and add nothing.
-        const int64_t unroll = e.plan.splitUnroll;
         Value stride = e.ci(lanes / perBlock), lastBlock = e.sub(nBlocks, e.ci(1));
         auto accs = e.forLoop(
             e.divu(lane, e.ci(perBlock)), nBlocks, e.mul(stride, e.ci(unroll)), inits,
@@ -629,14 +678,14 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
                 Value first4 = e.add(e.mul(blk, e.ci(8)), word);
                 for (int64_t h = 0; h < (op.dtype == DType::Q4_0 ? 2 : 1); ++h) {
                   Value index = e.add(first4, e.ci(4 * h));
-                  Value xv = e.load(x4, index);
+                  Value xv = xs.load(e, index);
                   L.ins.push_back(xv);
                   L.xs.push_back(
                       g4 ? e.b.create<arith::MulFOp>(e.loc, xv, e.load(g4, index)).getResult()
                          : xv);
                 }
                 L.words =
-                    loadSplitWords(e, rowW, op.dtype, blk, word, rowBases, rowWords, alignedRows);
+                    loadSplitWords(e, rowW, op.dtype, blk, word, tileBases, rowWords, alignedRows);
               }
               for (int64_t u = 0; u < unroll; ++u) {
                 Loaded &L = blocks[u];
@@ -655,8 +704,13 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
               }
               return next;
             });
-        finish(accs, Value(), firstRow);
+        finish(accs, Value(), tileFirst);
       };
+      if (rescuePass) { // f32 x, one block at a time
+        forEachTile([&](Value first, llvm::ArrayRef<Value> bases) { split(first, bases, 1); });
+        return;
+      }
+      auto planned = [&] { split(firstRow, rowBases, e.plan.splitUnroll); };
       // Few rows keep x in f32: their time is not the weights' bandwidth, and over a handful of
       // outputs one near-cancelling dot product, which quantizing x perturbs by about 0.4% of
       // the row's |w||x|, can carry the NMSE past SEMANTICS.md's 5e-4.
@@ -668,13 +722,15 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
                 Value first = firstRowOf(tile);
                 return std::make_pair(first, rowBasesOf(first));
               };
-              emitIntDotQMatmul(e, op, rowW, x4, g4, nBlocks, nRows, tileRows, lane, lanes, finish);
+              emitIntDotQMatmul(e, op, rowW, xs, nBlocks, nRows, tileRows, lane, lanes, finish);
             },
-            split);
+            planned);
       else
-        split();
+        planned();
       return;
     }
+    // The block-per-lane (and pair) schedule; not with a capped grid (int8 x only).
+    assert(!e.plan.maxGroups && "a capped grid is an int8-x schedule");
     auto accs = e.forLoop(
         lane, e.divu(nBlocks, e.ci(step)), e.ci(lanes), inits, [&](Value s, ValueRange iters) {
           llvm::SmallVector<Value> next(iters.begin(), iters.end());
@@ -690,7 +746,7 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
               Value firstColumn = e.mul(e.add(firstBlock, e.ci(p)), e.ci(layout.blockWeights));
               std::array<GroupInput, 2> gis;
               for (int64_t k = 0; k < 2; ++k)
-                gis[k] = loadGroupInput(e, x4, g4, e.add(firstColumn, e.ci(32 * k)), 32);
+                gis[k] = loadGroupInput(e, xs, e.add(firstColumn, e.ci(32 * k)), 32);
               for (int64_t r = 0; r < rows; ++r) {
                 Value wordBase = e.divu(e.add(bases[r], e.ci(p * layout.blockBytes)), e.ci(4));
                 std::array<PairBlock, 2> pair = loadPair(e, w, wordBase, op.dtype);
@@ -708,7 +764,7 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
             Value firstColumn = e.mul(e.add(firstBlock, e.ci(p)), e.ci(layout.blockWeights));
             for (int64_t g = 0; g < layout.groupsPerBlock(); ++g) {
               Value first = e.add(firstColumn, e.ci(g * layout.groupWeights));
-              GroupInput gi = loadGroupInput(e, x4, g4, first, layout.groupWeights);
+              GroupInput gi = loadGroupInput(e, xs, first, layout.groupWeights);
               Value xSum;
               for (int64_t r = 0; r < rows; ++r) {
                 readers[r]->setOffset(p * layout.blockBytes);
@@ -731,14 +787,10 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
       Value tailBegin = e.add(e.mul(nBlocks, e.ci(layout.blockWeights)), lane);
       accs = e.forLoop(tailBegin, nCols, e.ci(lanes), accs, [&](Value c, ValueRange it) {
         llvm::SmallVector<Value> next(it.begin(), it.end());
-        auto at = [&](Value v4) {
-          return e.b.create<mlir::vector::ExtractElementOp>(e.loc, e.load(v4, e.divu(c, e.ci(4))),
-                                                            e.toI32(e.remu(c, e.ci(4))));
-        };
-        Value x = at(x4);
+        Value x = xs.at(e, c);
         if (norm) {
           next[rows] = e.fma(x, x, next[rows]);
-          x = e.fmul(x, at(g4));
+          x = e.fmul(x, vec4Element(e, g4, c));
         }
         for (int64_t r = 0; r < rows; ++r) {
           WordReader reader(e, w, alignment);
@@ -750,6 +802,27 @@ void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec) {
       });
     }
     finish(accs, Value(), firstRow);
+  };
+  // No branch around the reductions: rows past the end read the last row again and store
+  // nothing, so every lane of a subgroup reaches every shuffle.
+  e.ifThen(e.ult(e.ci(0), nRows), [&] {
+    if (rescue)
+      e.store(e.c32(0), rescue, e.ci(0));
+    emitRows(XSource{x4, g4, Value()});
+    if (!norm)
+      return;
+    Value again = e.b.create<arith::CmpIOp>(e.loc, arith::CmpIPredicate::ne,
+                                            e.load(rescue, e.ci(0)), e.c32(0));
+    e.ifThen(again, [&] {
+      // The workgroup-rows schedule's rescue writes the partial sums' array again: after the
+      // fast pass's last reads of it.
+      if (e.plan.workgroupRows)
+        e.barrier();
+      e.reuseWorkgroupArrays();
+      Value size = e.memberInt(0, *norm, 0);
+      Value j = rmsRescueExponent(e, size, [&](Value i) { return vec4Element(e, x4, i); });
+      emitRows(XSource{x4, g4, j});
+    });
   });
 }
 

@@ -24,17 +24,32 @@ Value extractLane(Emitter &e, Value v, int64_t lane) {
   return e.b.create<mlir::vector::ExtractOp>(e.loc, v, llvm::ArrayRef<int64_t>{lane});
 }
 
-GroupInput loadGroupInput(Emitter &e, Value x4, Value g4, Value first, int64_t weights) {
+Value vec4Element(Emitter &e, Value v4, Value i) {
+  return e.b.create<mlir::vector::ExtractElementOp>(e.loc, e.load(v4, e.divu(i, e.ci(4))),
+                                                    e.toI32(e.remu(i, e.ci(4))));
+}
+
+Value XSource::load(Emitter &e, Value index) const {
+  Value v = e.load(x4, index);
+  return exponent ? emitScaleByPowerOfTwo(e.b, e.loc, v, exponent) : v;
+}
+
+Value XSource::at(Emitter &e, Value i) const {
+  Value v = vec4Element(e, x4, i);
+  return exponent ? emitScaleByPowerOfTwo(e.b, e.loc, v, exponent) : v;
+}
+
+GroupInput loadGroupInput(Emitter &e, const XSource &xs, Value first, int64_t weights) {
   GroupInput gi;
   for (int64_t v = 0; v < weights / 4; ++v) {
     Value index = e.add(e.divu(first, e.ci(4)), e.ci(v));
-    Value xv = e.load(x4, index);
-    if (!g4) {
+    Value xv = xs.load(e, index);
+    if (!xs.g4) {
       gi.x.push_back(xv);
       continue;
     }
     gi.in.push_back(xv);
-    gi.x.push_back(e.b.create<arith::MulFOp>(e.loc, xv, e.load(g4, index)));
+    gi.x.push_back(e.b.create<arith::MulFOp>(e.loc, xv, e.load(xs.g4, index)));
   }
   return gi;
 }

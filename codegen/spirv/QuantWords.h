@@ -22,6 +22,21 @@ int64_t alignmentOf(int64_t bytes);
 /// Lane `lane` of a vec4.
 Value extractLane(Emitter &e, Value v, int64_t lane);
 
+/// Element `i` of a vec4 binding.
+Value vec4Element(Emitter &e, Value v4, Value i);
+
+/// Where a quantized_matmul reads x: the vec4 binding x4 (the rms_norm prologue's input when
+/// there is one; its weight g4 then multiplies x, null without a prologue) and, in the norm's
+/// rescue pass (ElementwiseMath.h), the power of two that every x is scaled by, exactly.
+struct XSource {
+  Value x4, g4;
+  Value exponent; ///< i32 j of the rescue; null on the f32 fast path
+  /// vec4 `index` of x (times 2^j in the rescue).
+  Value load(Emitter &e, Value index) const;
+  /// Element `i` of x (times 2^j in the rescue).
+  Value at(Emitter &e, Value i) const;
+};
+
 /// The x of one group of a row, 4 floats per vector: x itself, and x * g when an rms_norm
 /// prologue with weight g feeds the product (the norm's 1 / rms is applied to the row's sum).
 struct GroupInput {
@@ -29,7 +44,7 @@ struct GroupInput {
   llvm::SmallVector<Value, 8> in; ///< the norm's input, for the sum of squares (norm only)
 };
 
-GroupInput loadGroupInput(Emitter &e, Value x4, Value g4, Value first, int64_t weights);
+GroupInput loadGroupInput(Emitter &e, const XSource &xs, Value first, int64_t weights);
 
 /// Σ_i q[i] * x[i] over a group.
 Value groupDot(Emitter &e, Value q, const GroupInput &gi);

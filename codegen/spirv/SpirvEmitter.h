@@ -127,6 +127,12 @@ public:
   /// A workgroup-memory array of `n` elements of `element`, declared at the function's start;
   /// within a segment, one an earlier segment declared with the same type when there is one.
   mlir::Value workgroupArray(mlir::Type element, int64_t n);
+  /// Hands every workgroup array declared so far out again: for code that runs after all their
+  /// uses are done, behind a barrier (rms_norm's rescue pass of a quantized_matmul).
+  void reuseWorkgroupArrays() {
+    for (SharedArray &a : sharedArrays_)
+      a.taken = false;
+  }
 
   // index arithmetic (unsigned where it matters).
   mlir::Value add(mlir::Value a, mlir::Value c);
@@ -247,6 +253,13 @@ mlir::Value ropeTable(Emitter &e, const OpShape &op);
 SinCos ropeSinCos(Emitter &e, mlir::Value table, mlir::Value pos, mlir::Value pair);
 std::pair<mlir::Value, mlir::Value> ropeRotate(Emitter &e, const SinCos &sc, mlir::Value x0,
                                                mlir::Value x1);
+
+/// The power of two j of rms_norm's rescue (ElementwiseMath.h, emitRmsRescueExponent) for the
+/// row of `n` floats element(i), from the largest biased exponent that the subgroup's lanes find
+/// striding over the row (PointwiseKernels.cpp). Every lane of the subgroup gets the same j, and
+/// so does every subgroup that looks at the same row (a maximum does not depend on the order).
+mlir::Value rmsRescueExponent(Emitter &e, mlir::Value n,
+                              llvm::function_ref<mlir::Value(mlir::Value i)> element);
 
 /// quantized_matmul's kernel body (QMatmulKernels.cpp), with the fused members of `spec`.
 void emitQMatmulKernel(Emitter &e, const OpShape &op, const KernelSpec &spec);

@@ -1,10 +1,11 @@
 // ConformanceRunner.h - plays a conformance case on a backend and on the reference, and compares.
 //
 // Both backends get the same initial bytes (random inputs and weights from a seed derived from the
-// case name, poisoned outputs and temps). Temps are freed right after the ops are recorded, as an
-// engine frees scratch buffers. Afterwards every other buffer is read back: float buffers must
-// agree within the case's NMSE, elements the reference left poisoned must still be poisoned bit
-// for bit, weights and bit-exact cases must match byte for byte.
+// case name, or the case's own values; poisoned outputs and temps). Temps are freed right after
+// the ops are recorded, as an engine frees scratch buffers. Afterwards every other buffer is read
+// back: float buffers must agree within the case's NMSE (and be NaN where the reference's are),
+// elements the reference left poisoned must still be poisoned bit for bit, weights and bit-exact
+// cases must match byte for byte.
 #ifndef SINTER_TESTS_CONFORMANCE_CONFORMANCERUNNER_H
 #define SINTER_TESTS_CONFORMANCE_CONFORMANCERUNNER_H
 

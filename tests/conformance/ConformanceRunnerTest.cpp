@@ -5,6 +5,7 @@
 // values off by 1% must all be reported; an error far inside the tolerance must not.
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <set>
 
 #include "absl/container/flat_hash_map.h"
@@ -79,7 +80,15 @@ TEST(ConformanceTableTest, BlockQuantizedCasesUseTheActivationTolerance) {
   EXPECT_EQ(findCase("copy_buffer_1001_bytes").tolerance, 0.0);
 }
 
-enum class Fault { None, SkipAdd, AddWritesOneMore, AddOffByOnePercent, AddOffByTiny };
+enum class Fault {
+  None,
+  SkipAdd,
+  AddWritesOneMore,
+  AddOffByOnePercent,
+  AddOffByTiny,
+  RmsNormNaNToZero,
+  SkipRmsNorm
+};
 
 // The reference backend with one deliberately wrong operation.
 class FaultyBackend : public ComputeBackend {
@@ -103,9 +112,7 @@ public:
     return inner_.softmax(i, o, s);
   }
   absl::Status rmsNorm(BufferHandle i, BufferHandle w, BufferHandle o, uint32_t s,
-                       float e) override {
-    return inner_.rmsNorm(i, w, o, s, e);
-  }
+                       float e) override;
   absl::Status rope(BufferHandle q, BufferHandle k, uint32_t p, uint32_t d, float f, uint32_t nq,
                     uint32_t nk) override {
     return inner_.rope(q, k, p, d, f, nq, nk);
@@ -164,6 +171,19 @@ absl::Status FaultyBackend::add(BufferHandle a, BufferHandle b, BufferHandle o, 
   return inner_.copyToDevice(test::floatBytes(out), o);
 }
 
+absl::Status FaultyBackend::rmsNorm(BufferHandle i, BufferHandle w, BufferHandle o, uint32_t s,
+                                    float e) {
+  if (fault_ == Fault::SkipRmsNorm)
+    return absl::OkStatus();
+  absl::Status status = inner_.rmsNorm(i, w, o, s, e);
+  if (!status.ok() || fault_ != Fault::RmsNormNaNToZero)
+    return status;
+  std::vector<float> out = test::downloadFloats(inner_, o, sizes_[o.id] / 4);
+  for (uint32_t k = 0; k < s; ++k)
+    out[k] = std::isnan(out[k]) ? 0.0f : out[k];
+  return inner_.copyToDevice(test::floatBytes(out), o);
+}
+
 std::vector<std::string> runWith(Fault fault, const std::string &caseName) {
   FaultyBackend backend(fault);
   return runConformanceCase(findCase(caseName), backend);
@@ -195,6 +215,18 @@ TEST(ConformanceRunnerTest, WrongValuesAreCaughtThroughFusedChainsToo) {
   EXPECT_THAT(runWith(Fault::AddOffByOnePercent, "decode_layer_F16"), Not(IsEmpty()));
   // With block-quantized weights the bound is 5e-4 (an RMS error of about 2%): 1% passes there.
   EXPECT_THAT(runWith(Fault::AddOffByOnePercent, "decode_layer_Q4_K"), IsEmpty());
+}
+
+// A NaN input makes the reference's rms_norm NaN: the NaN must come out, never a number.
+TEST(ConformanceRunnerTest, ANumberWhereTheReferenceIsNaNIsCaught) {
+  EXPECT_THAT(runWith(Fault::None, "rms_norm_range_nan_256"), IsEmpty());
+  std::vector<std::string> problems = runWith(Fault::RmsNormNaNToZero, "rms_norm_range_nan_256");
+  ASSERT_THAT(problems, Not(IsEmpty()));
+  EXPECT_THAT(problems[0], HasSubstr("a non-finite reference asks for the same"));
+  // The poison of an unwritten element is a NaN too, but not the one asked for.
+  problems = runWith(Fault::SkipRmsNorm, "rms_norm_range_nan_256");
+  ASSERT_THAT(problems, Not(IsEmpty()));
+  EXPECT_THAT(problems[0], HasSubstr("(unwritten)"));
 }
 
 } // namespace

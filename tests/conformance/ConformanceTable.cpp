@@ -5,7 +5,10 @@
 // and outputs with a poisoned margin so that writes past the named elements are caught.
 #include "tests/conformance/ConformanceTable.h"
 
+#include <cassert>
+
 #include "support/Quant.h"
+#include "tests/support/RangeRows.h"
 
 namespace sinter::conformance {
 
@@ -19,6 +22,13 @@ BufferHandle CaseBuilder::input(uint64_t floats, float lo, float hi) {
   spec.sizeBytes = floats * 4;
   spec.lo = lo;
   spec.hi = hi;
+  return addBuffer(spec);
+}
+
+BufferHandle CaseBuilder::inputValues(std::vector<float> values) {
+  BufferSpec spec;
+  spec.sizeBytes = values.size() * 4;
+  spec.values = std::move(values);
   return addBuffer(spec);
 }
 
@@ -238,6 +248,49 @@ void addFusionChains(Cases &cases) {
                       .build());
 }
 
+// rms_norm over rows at the ends of f32's range (tests/support/RangeRows.h): alone, and feeding
+// quantized_matmuls of F32, Q4_0 and Q8_0 weights as the fusion pass folds it (the normalized
+// vector is an output too, so the fused kernels' copy of it is compared). 64 rows: int8 x where
+// a Vulkan device has integer dot products. Sizes that are not multiples of 16 exercise the
+// kernels' remainders. Rows whose normalized values are not finite (NaN, inf) or tiny
+// (subnormal x with eps > 0: about 1e-37) feed only F32 weights here: unfused, a Q4_0/Q8_0
+// product that quantizes x to int8 turns NaN into a number and overflows its 127 / max|x| below
+// 3.7e-37, a limit of quantized_matmul's own and not of the norm's; SpirvFusedKernelTest and
+// CpuCompilerTest run those rows through the fused int8 kernels.
+void addRmsNormRange(Cases &cases) {
+  struct Sizes {
+    uint32_t alone, fused;
+  };
+  const std::vector<Sizes> sizes = {{4096, 4096}, {1000, 1024}, {1000, 1024}, {4096, 4096},
+                                    {777, 768},   {777, 768},   {256, 256},   {250, 256}};
+  const uint32_t rows = 64;
+  assert(sizes.size() == test::rangeRows().size() && "a size for every row");
+  for (size_t k = 0; k < test::rangeRows().size(); ++k) {
+    const test::RangeRow &row = test::rangeRows()[k];
+    const std::string name = std::string("rms_norm_range_") + row.name;
+    CaseBuilder alone(name + "_" + std::to_string(sizes[k].alone));
+    BufferHandle x = alone.inputValues(test::rangeRowValues(row.kind, sizes[k].alone));
+    BufferHandle g = alone.input(sizes[k].alone, 0.5f, 1.5f), out = alone.output(sizes[k].alone);
+    cases.push_back(alone.op(ops::rmsNorm(x, g, out, sizes[k].alone, row.eps)).build());
+    const uint32_t cols = sizes[k].fused;
+    const bool tinyOrNotFinite = row.kind == test::RangeRow::Kind::WithNaN ||
+                                 row.kind == test::RangeRow::Kind::WithInf ||
+                                 (row.kind == test::RangeRow::Kind::Subnormal && row.eps > 0);
+    for (DType dt : {DType::F32, DType::Q4_0, DType::Q8_0}) {
+      if (tinyOrNotFinite && dt != DType::F32)
+        continue;
+      CaseBuilder fused(name + "_then_quantized_matmul_" + dtypeName(dt));
+      x = fused.inputValues(test::rangeRowValues(row.kind, cols));
+      g = fused.input(cols, 0.5f, 1.5f);
+      BufferHandle xn = fused.output(cols), w = fused.weights(dt, rows, cols);
+      out = fused.output(rows);
+      cases.push_back(fused.op(ops::rmsNorm(x, g, xn, cols, row.eps))
+                          .op(ops::quantizedMatmul(w, xn, out, rows, cols, dt))
+                          .build());
+    }
+  }
+}
+
 // A small llama decode layer at position 5: norm, q/k/v projections, rope, KV-cache writes,
 // grouped-query attention, output projection, residual, norm, SwiGLU, residual.
 ConformanceCase decodeLayer(DType dt) {
@@ -288,6 +341,7 @@ Cases makeCases() {
   addRopeAndAttention(cases);
   addQuantizedMatmul(cases);
   addFusionChains(cases);
+  addRmsNormRange(cases);
   for (DType dt : {DType::Q4_K, DType::Q8_0, DType::F16})
     cases.push_back(decodeLayer(dt));
   return cases;

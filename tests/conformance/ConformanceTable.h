@@ -29,6 +29,8 @@ struct BufferSpec {
   Role role = Role::Input;
   uint64_t sizeBytes = 0;
   float lo = -1.0f, hi = 1.0f;
+  /// Input: these floats instead of random ones in [lo, hi) (rows at the ends of f32's range).
+  std::vector<float> values;
   DType dtype = DType::F32;
   uint32_t rows = 0, cols = 0;
 };
@@ -49,6 +51,8 @@ public:
   explicit CaseBuilder(std::string name) { case_.name = std::move(name); }
 
   BufferHandle input(uint64_t floats, float lo = -1.0f, float hi = 1.0f);
+  /// An input holding exactly `values`.
+  BufferHandle inputValues(std::vector<float> values);
   /// An input counted in bytes (for the byte-granular copies).
   BufferHandle inputBytes(uint64_t bytes);
   BufferHandle weights(DType dtype, uint32_t rows, uint32_t cols);

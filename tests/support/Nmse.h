@@ -1,17 +1,21 @@
 // Nmse.h - SEMANTICS.md's numerical agreement check for tests.
 //
 // Normalized mean squared error sum((out-ref)^2) / sum(ref^2), with NaN and infinities never
-// passing. Every backend test and the conformance runner use this one definition, so "agrees with
-// the reference" means the same thing everywhere.
+// passing (unless the reference has the same there: nmseWithinMatchingNaN). Every backend test and
+// the conformance runner use this one definition, so "agrees with the reference" means the same
+// thing everywhere.
 #ifndef SINTER_TESTS_SUPPORT_NMSE_H
 #define SINTER_TESTS_SUPPORT_NMSE_H
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_format.h"
 #include "absl/types/span.h"
+#include "tests/support/TestData.h"
 #include "gtest/gtest.h"
 
 namespace sinter::test {
@@ -51,6 +55,36 @@ template <typename Ref>
   return ::testing::AssertionFailure() << absl::StrFormat(
              "nmse %.3g exceeds %.3g over %d elements; worst element %d: out %.9g, ref %.9g", nmse,
              tolerance, out.size(), worstIndex, out[worstIndex], double(ref[worstIndex]));
+}
+
+/// nmseWithin, except where the reference is not finite: a NaN there asks for a NaN in `out` (any
+/// NaN but the unwritten-element poison, kPoisonBits) and an infinity for the same infinity, and
+/// those elements are left out of the NMSE. For inputs that make the reference NaN (a NaN in an
+/// rms_norm row): a kernel must pass the NaN on, never turn it into a number. A non-finite `out`
+/// where the reference is finite still fails.
+template <typename Ref>
+::testing::AssertionResult nmseWithinMatchingNaN(absl::Span<const float> out,
+                                                 absl::Span<const Ref> ref, double tolerance) {
+  if (out.size() != ref.size())
+    return nmseWithin(out, ref, tolerance);
+  std::vector<float> finiteOut;
+  std::vector<Ref> finiteRef;
+  for (size_t i = 0; i < out.size(); ++i) {
+    double o = out[i], r = double(ref[i]);
+    if (std::isfinite(r)) {
+      finiteOut.push_back(out[i]);
+      finiteRef.push_back(ref[i]);
+      continue;
+    }
+    uint32_t bits;
+    std::memcpy(&bits, &out[i], sizeof(bits));
+    bool same = std::isnan(r) ? std::isnan(o) && bits != kPoisonBits : o == r;
+    if (!same)
+      return ::testing::AssertionFailure()
+             << "element " << i << ": out " << o << (bits == kPoisonBits ? " (unwritten)" : "")
+             << ", ref " << r << " (a non-finite reference asks for the same)";
+  }
+  return nmseWithin<Ref>(finiteOut, finiteRef, tolerance);
 }
 
 /// EXPECTs nmseWithin(out, ref, tolerance); `what` names the comparison in the failure.

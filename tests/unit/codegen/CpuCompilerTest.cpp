@@ -13,6 +13,7 @@
 #include "backends/CpuBackend.h"
 #include "runtime/LazyBackend.h"
 #include "support/ThreadPool.h"
+#include "tests/support/RangeRows.h"
 #include "tests/unit/codegen/KernelHarness.h"
 #include "tools/model/Decoder.h"
 #include "tools/model/Llama2cLoader.h"
@@ -372,6 +373,47 @@ TEST(CpuCompilerTest, FusedQMatmulKernelsMatchTheirMembers) {
                    what + ": buffer " + std::to_string(b));
     }
   }
+}
+
+// The rms_norm prologue over rows at the ends of f32's range (tests/support/RangeRows.h), split
+// across a pool, with F32, Q4_0 and Q8_0 weights: the reference's results (NaN where they are
+// NaN), the normalized vector included, and bit for bit what the unfused kernels leave.
+TEST(CpuCompilerTest, FusedRmsNormPrologueKeepsTheRange) {
+  ThreadPool pool(3);
+  auto compiler = makeCompiler(splittingOptions(pool, /*fusePrologue=*/true));
+  ASSERT_TRUE(compiler);
+  const uint32_t rows = 96, cols = 1024;
+  for (const RangeRow &row : rangeRows())
+    for (DType dtype : {DType::F32, DType::Q4_0, DType::Q8_0}) {
+      const std::string what = std::string("rms_norm of a ") + row.name + " row -> " +
+                               dtypeName(dtype) + " quantized_matmul";
+      std::vector<OpCall> opList = {
+          ops::rmsNorm(slot(0), slot(1), slot(2), cols, row.eps),
+          ops::quantizedMatmul(slot(3), slot(2), slot(4), rows, cols, dtype)};
+      std::mt19937 rng(7);
+      OpBuffers in;
+      in.bytes = {floatBytes(rangeRowValues(row.kind, cols)),
+                  floatBytes(randomFloats(cols, rng, 0.5f, 1.5f)), poisonBytes(cols * 4),
+                  randomWeights(dtype, rows, cols, rng), poisonBytes(rows * 4)};
+      uint64_t fusedBefore = compiler->stats().fusedKernels;
+      auto fused = compiler->compileProgram(programOf(opList, true));
+      auto separate = compiler->compileProgram(programOf(opList, false));
+      ASSERT_TRUE(fused.ok() && separate.ok()) << what;
+      EXPECT_GT(compiler->stats().fusedKernels, fusedBefore) << what;
+      OpBuffers out = in, sep = in, ref = in;
+      ASSERT_TRUE(runPlan(**fused, out).ok()) << what;
+      ASSERT_TRUE(runPlan(**separate, sep).ok()) << what;
+      for (const OpCall &op : opList)
+        runReference(op, ref);
+      const double tolerance = dtype == DType::F32 ? kF32Tolerance : kQuantizedActivationTolerance;
+      for (size_t b : {size_t(2), size_t(4)}) {
+        EXPECT_EQ(out.bytes[b], sep.bytes[b]) << what << ": buffer " << b;
+        EXPECT_TRUE(nmseWithinMatchingNaN<float>(bytesFloats(out.bytes[b]),
+                                                 bytesFloats(ref.bytes[b]), tolerance))
+            << what << ": buffer " << b;
+      }
+    }
+  EXPECT_EQ(compiler->stats().fallbacks, 0u);
 }
 
 // An epilogue chain longer than a fused kernel takes: the row loop runs the member kernels, and

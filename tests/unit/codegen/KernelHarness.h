@@ -109,8 +109,8 @@ inline void runReference(const OpCall &op, OpBuffers &buffers) {
   executeReference(op, [&](BufferHandle h) { return buffers.bytes[Trace::slotOf(h)].data(); });
 }
 
-/// Compares `out` with `ref` (same op, same starting bytes): written f32 ranges by NMSE (bytes
-/// exactly for the copies), every other byte exactly.
+/// Compares `out` with `ref` (same op, same starting bytes): written f32 ranges by NMSE, NaN where
+/// the reference's are (bytes exactly for the copies), every other byte exactly.
 inline void expectSameResults(const OpCall &op, const OpBuffers &out, const OpBuffers &ref,
                               const std::string &what, double tolerance = kF32Tolerance) {
   AccessList acc = *opAccesses(op);
@@ -124,7 +124,7 @@ inline void expectSameResults(const OpCall &op, const OpBuffers &out, const OpBu
         continue;
       std::vector<float> of = bytesFloats({o.data() + a.offset, a.size});
       std::vector<float> rf = bytesFloats({r.data() + a.offset, a.size});
-      EXPECT_TRUE(nmseWithin<float>(of, rf, tolerance)) << what << ", buffer " << i;
+      EXPECT_TRUE(nmseWithinMatchingNaN<float>(of, rf, tolerance)) << what << ", buffer " << i;
       for (uint64_t k = a.offset; k < a.offset + a.size; ++k)
         written[k] = true;
     }

@@ -217,6 +217,65 @@ TEST_F(SpirvKernelTest, StackedProductsWithTheirTails) {
   groups_ = 0;
 }
 
+// The norm prologue over rows at the ends of f32's range (tests/support/RangeRows.h) in every
+// schedule of the product: pairs (fast Q4_0, generic Q4_K, scalar F32), split blocks with f32 x,
+// int8 x (with a capped grid too), workgroup rows with f32 and int8 x; then gate and up as
+// sibling products, and Q, K, V stacked with their rope and cache-copy tails. The reference's
+// results wherever they are finite and NaN where they are NaN, the normalized vector included.
+TEST_F(SpirvKernelTest, FusedRmsNormRange) {
+  struct Schedule {
+    const char *name;
+    bool split, intDot;
+    uint32_t groups, workgroupRows;
+    std::vector<DType> dtypes;
+  };
+  const std::vector<Schedule> schedules = {
+      {"pairs", false, false, 0, 0, {DType::F32, DType::Q4_0, DType::Q4_K}},
+      {"split", true, false, 0, 0, {DType::Q4_0, DType::Q8_0}},
+      {"int8 x", true, true, 0, 0, {DType::Q4_0, DType::Q8_0}},
+      {"int8 x, groups=3", true, true, 3, 0, {DType::Q4_0}},
+      {"wgrows=4", true, false, 0, 4, {DType::Q8_0}},
+      {"wgrows=4 int8 x", true, true, 0, 4, {DType::Q4_0}},
+  };
+  const uint32_t cols = 1024, rows = 70;
+  for (const RangeRow &row : rangeRows()) {
+    normInput_ = rangeRowValues(row.kind, cols);
+    const std::string of = std::string(" of a ") + row.name + " row";
+    for (const Schedule &s : schedules) {
+      split_ = s.split;
+      intDot_ = s.intDot;
+      groups_ = s.groups;
+      workgroupRows_ = s.workgroupRows;
+      for (DType dtype : s.dtypes)
+        checkFused({ops::rmsNorm(slot(0), slot(1), slot(2), cols, row.eps),
+                    ops::quantizedMatmul(slot(3), slot(2), slot(4), rows, cols, dtype)},
+                   1, {2, 4},
+                   std::string("rms_norm -> ") + dtypeName(dtype) + " product, " + s.name + of);
+    }
+    split_ = intDot_ = true;
+    groups_ = workgroupRows_ = 0;
+    checkFused({ops::rmsNorm(slot(0), slot(1), slot(2), cols, row.eps),
+                ops::quantizedMatmul(slot(3), slot(2), slot(4), rows, cols, DType::Q4_0),
+                ops::quantizedMatmul(slot(5), slot(2), slot(6), rows, cols, DType::Q4_0),
+                ops::silu(slot(4), slot(7), rows),
+                ops::elementMul(slot(7), slot(6), slot(8), rows)},
+               1, {2, 4, 6, 7, 8}, "rms_norm -> gate and up -> silu -> element_mul" + of);
+    stacked_ = true;
+    const uint32_t dim = 64, pos = 5;
+    checkFused({ops::rmsNorm(slot(0), slot(1), slot(2), cols, row.eps),
+                ops::quantizedMatmul(slot(3), slot(2), slot(4), 4 * dim, cols, DType::Q8_0),
+                ops::rope(slot(4), slot(4), pos, dim, 10000.0f, 4, 0),
+                ops::quantizedMatmul(slot(5), slot(2), slot(6), 2 * dim, cols, DType::Q8_0),
+                ops::rope(slot(6), slot(6), pos, dim, 10000.0f, 2, 0),
+                ops::copyBufferOffset(slot(6), slot(7), 0, 4 * 2 * dim, 4 * 2 * dim),
+                ops::quantizedMatmul(slot(8), slot(2), slot(9), 2 * dim, cols, DType::Q8_0),
+                ops::copyBufferOffset(slot(9), slot(10), 0, 4 * 2 * dim + 2, 4 * 2 * dim)},
+               1, {2, 4, 6, 9}, "rms_norm -> stacked Q, K, V with their tails" + of);
+    stacked_ = false;
+  }
+  normInput_.clear();
+}
+
 TEST_F(SpirvKernelTest, AttentionOverHeads) {
   // One workgroup a head (attnsplit=1), then the default split.
   attentionSplits_ = 1;

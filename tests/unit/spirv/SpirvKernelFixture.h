@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "codegen/spirv/SpirvCompiler.h"
+#include "tests/support/RangeRows.h"
 #include "tests/unit/codegen/KernelHarness.h"
 #include "tests/unit/spirv/VkRunner.h"
 
@@ -105,25 +106,12 @@ protected:
     // Kernels are cached by key: the row counts of one shape share a kernel, as in the runtime.
     codegen::KernelSpec spec = codegen::singleOpSpec(op, paramMask);
     SpirvTarget t = custom ? *custom : target();
-    std::string key =
-        spec.key() + "/" + std::to_string(t.qmatmulRows) + "/" +
-        std::to_string(t.qmatmulWorkgroup) + "/" + std::to_string(t.qmatmulBlocksPerStep) +
-        (t.qmatmulGenericDecode ? "/generic" : "") + (t.qmatmulSplitBlocks ? "/split" : "") +
-        (t.qmatmulIntDot ? "/dot" : "") + (t.qmatmulPrefetch ? "" : "/late") + "/" +
-        std::to_string(t.qmatmulUnroll) + "/" + std::to_string(t.qmatmulDotUnroll) + "/g" +
-        std::to_string(t.qmatmulGroups) + "/w" + std::to_string(t.qmatmulWorkgroupRows) + "/lw" +
-        std::to_string(t.qmatmulLaneWords) + (t.qmatmulBlockWindow ? "" : "/nowindow") +
-        (t.paramsInBuffer ? "/params" : "");
-    auto cached = kernels_->find(key);
-    if (cached == kernels_->end()) {
-      absl::StatusOr<SpirvKernel> built = codegen::buildSpirvKernel(spec, t);
-      ASSERT_TRUE(built.ok()) << what << ": " << built.status();
-      cached = kernels_->emplace(key, std::move(*built)).first;
-    }
-    const SpirvKernel *k = &cached->second;
+    const SpirvKernel *k = kernelOf(spec, t, what);
+    ASSERT_NE(k, nullptr) << what;
     std::mt19937 rng(seed);
     std::vector<uint64_t> sizes = fittingSizes(op);
     OpBuffers out = makeBuffers(op, sizes, rng);
+    placeNormInput(out);
     OpBuffers ref = out;
     int64_t ints[5];
     for (int i = 0; i < 5; ++i)
@@ -142,6 +130,39 @@ protected:
     dropWords(*k, out);
     runReference(op, ref);
     expectSameResults(op, out, ref, what, tolerance > 0 ? tolerance : toleranceOf(k->words));
+  }
+
+  /// The kernel of `spec` on `t`, built once per key: the row counts of one shape share a kernel,
+  /// as in the runtime. Null (with a failure) when it does not build.
+  const SpirvKernel *kernelOf(const codegen::KernelSpec &spec, const SpirvTarget &t,
+                              const std::string &what) {
+    std::string key =
+        spec.key() + "/" + std::to_string(t.qmatmulRows) + "/" +
+        std::to_string(t.qmatmulWorkgroup) + "/" + std::to_string(t.qmatmulBlocksPerStep) +
+        (t.qmatmulGenericDecode ? "/generic" : "") + (t.qmatmulSplitBlocks ? "/split" : "") +
+        (t.qmatmulIntDot ? "/dot" : "") + (t.qmatmulPrefetch ? "" : "/late") + "/" +
+        std::to_string(t.qmatmulUnroll) + "/" + std::to_string(t.qmatmulDotUnroll) + "/g" +
+        std::to_string(t.qmatmulGroups) + "/w" + std::to_string(t.qmatmulWorkgroupRows) + "/lw" +
+        std::to_string(t.qmatmulLaneWords) + (t.qmatmulBlockWindow ? "" : "/nowindow") +
+        (t.paramsInBuffer ? "/params" : "") + "/a" + std::to_string(t.attentionWorkgroup) + "/" +
+        std::to_string(t.attentionSplits);
+    auto cached = kernels_->find(key);
+    if (cached == kernels_->end()) {
+      absl::StatusOr<SpirvKernel> built = codegen::buildSpirvKernel(spec, t);
+      EXPECT_TRUE(built.ok()) << what << ": " << built.status();
+      if (!built.ok())
+        return nullptr;
+      cached = kernels_->emplace(key, std::move(*built)).first;
+    }
+    return &cached->second;
+  }
+
+  /// normInput_, when set, as the first floats of slot 0 (the rms_norm's x of the tests).
+  void placeNormInput(OpBuffers &buffers) const {
+    if (normInput_.empty())
+      return;
+    ASSERT_GE(buffers.bytes[0].size(), 4 * normInput_.size());
+    std::memcpy(buffers.bytes[0].data(), normInput_.data(), 4 * normInput_.size());
   }
 
   /// SEMANTICS.md's bound: 5e-4 for a kernel that quantizes x (integer dot products), else 1e-7.
@@ -192,8 +213,8 @@ protected:
       spec.rowsHint = static_cast<uint32_t>(members[anchor].ints[0]);
     }
     spec.earlyInputs = earlyInputs_;
-    absl::StatusOr<SpirvKernel> k = codegen::buildSpirvKernel(spec, target());
-    ASSERT_TRUE(k.ok()) << what << ": " << k.status();
+    const SpirvKernel *k = kernelOf(spec, target(), what);
+    ASSERT_NE(k, nullptr) << what;
     std::mt19937 rng(7);
     std::vector<uint64_t> sizes;
     for (const OpCall &op : members) {
@@ -215,6 +236,7 @@ protected:
         std::vector<uint8_t> weights = randomWeights(qm.dtype, qm.ints[0], qm.ints[1], rng);
         std::memcpy(out.bytes[slotOfOperand(qm, 0)].data(), weights.data(), weights.size());
       }
+    placeNormInput(out);
     OpBuffers ref = out;
     VkDispatch d;
     d.words = &k->words;
@@ -248,7 +270,7 @@ protected:
         uint32_t s = slotOfOperand(op, a.bufferIndex);
         std::vector<float> of = bytesFloats({out.bytes[s].data() + a.offset, a.size});
         std::vector<float> rf = bytesFloats({ref.bytes[s].data() + a.offset, a.size});
-        EXPECT_TRUE(nmseWithin<float>(of, rf, toleranceOf(k->words)))
+        EXPECT_TRUE(nmseWithinMatchingNaN<float>(of, rf, toleranceOf(k->words)))
             << what << ": " << opInfo(op.kind).name << "'s output, slot " << s;
         for (uint64_t b = a.offset; b < a.offset + a.size; ++b)
           written[s][b] = true;
@@ -381,6 +403,9 @@ protected:
   /// checkFused builds the members as stacked products (KernelSpec::stackedProducts, every
   /// product's n_rows static).
   bool stacked_ = false;
+  /// When set, check() and checkFused() start slot 0 (the norm's x) with these floats instead of
+  /// random ones (tests/support/RangeRows.h).
+  std::vector<float> normInput_;
   /// checkFused's KernelSpec::earlyInputs (the runtime's bits of members whose second input no
   /// earlier member writes).
   uint32_t earlyInputs_ = 0;

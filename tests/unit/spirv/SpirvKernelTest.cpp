@@ -33,6 +33,19 @@ TEST_F(SpirvKernelTest, RmsNorm) {
   }
 }
 
+// Rows at the ends of f32's range (tests/support/RangeRows.h): the reference's results wherever
+// they are finite, NaN where they are NaN; in place too.
+TEST_F(SpirvKernelTest, RmsNormRange) {
+  for (const RangeRow &row : rangeRows())
+    for (uint32_t size : {1000u, 4096u}) {
+      normInput_ = rangeRowValues(row.kind, size);
+      std::string what = std::string("rms_norm of a ") + row.name + " row of " + str(size);
+      check(ops::rmsNorm(slot(0), slot(1), slot(2), size, row.eps), what);
+      check(ops::rmsNorm(slot(0), slot(1), slot(0), size, row.eps), "in-place " + what);
+    }
+  normInput_.clear();
+}
+
 TEST_F(SpirvKernelTest, Rope) {
   for (uint32_t pos : {0u, 1u, 17u, 4095u, 100000u})
     for (uint32_t headDim : {2u, 64u, 128u})

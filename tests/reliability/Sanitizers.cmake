@@ -122,6 +122,11 @@ foreach(test ReferenceBackendTest ErrorsTest ConcurrencyTest FactoryTest OpsTest
   sinter_san_test(${test} LIBS ${san_libs})
 endforeach()
 sinter_san_test(SoakTest LIBS ${san_libs} ENVIRONMENT "SINTER_SOAK_CALLS=200000")
+# The scalar soak creates Vulkan devices (see below) and evicts kernels, pipelines and JIT code
+# while plans still hold them: 400 values on cpu (a steady state, whose live heap is checked),
+# 40 on vulkan (the caches turn over and the bounds are checked every flush, but the run is too
+# short for the memory checks, which the main build's run makes).
+sinter_san_test(ScalarSoakTest NO_LEAK_CHECK LIBS ${san_libs} ENVIRONMENT "SINTER_SOAK_SCALARS=400")
 # Tests that create many Vulkan devices: lavapipe's JIT-compiled shader code leaves a few
 # 128-byte reallocs unfreed per process (no Sinter frame in the stacks, which LSan cannot match
 # to a module), so these run with leak detection off; ASan's other checks and UBSan stay on.

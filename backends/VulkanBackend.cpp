@@ -179,6 +179,7 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> createVulkanBackend(const Backen
   compilerOptions.siblingProducts = !turnedOffByEnv("pairs");
   compilerOptions.stackedProducts = !turnedOffByEnv("stack");
   compilerOptions.elideDeadScores = !turnedOffByEnv("deadscores");
+  compilerOptions.kernelCacheCapacity = vulkan.kernelCacheCapacity;
   const char *stats = std::getenv("SINTER_STATS");
   compilerOptions.printKernelTimes = stats && *stats && std::strcmp(stats, "0") != 0;
   VulkanKernelBuilder builder = vulkan.builder

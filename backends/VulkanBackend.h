@@ -38,6 +38,8 @@ struct VulkanBackendOptions {
   size_t overlapCalls = 0;
   /// LazyBackendOptions::overlapGrowth (SINTER_OVERLAP_GROWTH overrides).
   size_t overlapGrowth = 8;
+  /// VulkanCompilerOptions::kernelCacheCapacity: kernels the compiler keeps (plans hold theirs).
+  size_t kernelCacheCapacity = runtime::vulkan::kDefaultKernelCacheCapacity;
 };
 
 /// True when this build has the SPIR-V code generator (codegen/spirv).

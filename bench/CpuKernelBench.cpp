@@ -78,7 +78,7 @@ void BM_QMatVec(benchmark::State &state, DType dtype, uint32_t rows, uint32_t co
     state.SkipWithError(std::string(fns.status().message()).c_str());
     return;
   }
-  codegen::KernelFn fn = (*fns)[0];
+  codegen::KernelFn fn = fns->entries[0]; // fns->code keeps it alive
   int64_t ints[5] = {rows, cols, 0, 0, 0};
   ThreadPool pool(threads);
   for (auto _ : state) {

@@ -2,9 +2,10 @@
 //
 // compile() looks every member op's kernel up by structural key, compiles the missing ones in one
 // JIT module (so a cold plan pays per-module costs once), and isolates a failure by compiling the
-// batch one kernel at a time. The plan's run loop does no allocation: per op it patches the
-// parameters into an int64 array, gathers three buffer addresses and calls the entry point,
-// inline or across the pool.
+// batch one kernel at a time. The plan keeps the modules of its kernels, so the LRU may drop them
+// meanwhile. The plan's run loop does no allocation: per op it patches the parameters into an
+// int64 array, gathers three buffer addresses and calls the entry point, inline or across the
+// pool.
 #include "codegen/CpuCompiler.h"
 
 #include <algorithm>
@@ -12,6 +13,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/FaultInjection.h" // inline checks only: no link dependency on the runtime
@@ -409,10 +412,10 @@ void fuseSegments(const std::vector<Step> &steps, Launch &launch, bool fuseProlo
 class CpuPlan : public Plan {
 public:
   CpuPlan(std::vector<Step> steps, std::vector<Launch> plan, size_t launches,
-          std::string description, std::shared_ptr<CpuJit> jit, ThreadPool *pool,
-          uint64_t minParallelBytes)
+          std::string description, std::vector<std::shared_ptr<const CpuJitModule>> code,
+          ThreadPool *pool, uint64_t minParallelBytes)
       : steps_(std::move(steps)), plan_(std::move(plan)), launches_(launches),
-        description_(std::move(description)), jit_(std::move(jit)), pool_(pool),
+        description_(std::move(description)), code_(std::move(code)), pool_(pool),
         minParallelBytes_(minParallelBytes) {}
 
   absl::Status run(const PlanArgs &args) override {
@@ -593,7 +596,8 @@ private:
   std::vector<Launch> plan_;
   size_t launches_;
   std::string description_;
-  std::shared_ptr<CpuJit> jit_; ///< keeps the code alive
+  /// The modules of every entry point above: the code lives while the plan does.
+  std::vector<std::shared_ptr<const CpuJitModule>> code_;
   ThreadPool *pool_;
   uint64_t minParallelBytes_;
 };
@@ -601,7 +605,7 @@ private:
 } // namespace
 
 CpuCompiler::CpuCompiler(CpuCompilerOptions options, std::shared_ptr<CpuJit> jit)
-    : options_(std::move(options)), jit_(std::move(jit)) {
+    : options_(std::move(options)), jit_(std::move(jit)), cache_(options_.kernelCacheCapacity) {
   if (!options_.pool)
     options_.pool = &ThreadPool::shared();
 }
@@ -627,28 +631,32 @@ std::string CpuCompiler::kernelName(const OpCall &op, uint8_t paramMask) {
   return singleOpSpec(op, paramMask).name();
 }
 
-void CpuCompiler::compileMissing(const std::vector<KernelSpec> &specs,
-                                 const std::vector<OpCall> &ops) {
+std::vector<CpuCompiler::CachedKernel>
+CpuCompiler::compileMissing(const std::vector<KernelSpec> &specs, const std::vector<OpCall> &ops) {
+  std::vector<CachedKernel> out(specs.size());
   if (specs.empty())
-    return;
-  absl::StatusOr<std::vector<KernelFn>> batch = jit_->compile(specs);
+    return out;
+  absl::StatusOr<CpuJitKernels> batch = jit_->compile(specs);
   for (size_t i = 0; i < specs.size(); ++i) {
-    CachedKernel &cached = cache_[specs[i].key()];
+    CachedKernel &cached = out[i];
     cached.name = specs[i].name();
     if (batch.ok()) {
-      cached.fn = (*batch)[i];
+      cached.fn = batch->entries[i];
+      cached.code = batch->code;
       ++stats_.kernelsCompiled;
+      cache_.insert(specs[i].key(), cached);
       continue;
     }
     // Isolate the failure: every kernel that compiles alone still gets its code.
-    absl::StatusOr<std::vector<KernelFn>> single =
+    absl::StatusOr<CpuJitKernels> single =
         specs.size() == 1 ? batch : jit_->compile({&specs[i], 1});
     if (single.ok()) {
-      cached.fn = (*single)[0];
+      cached.fn = single->entries[0];
+      cached.code = single->code;
       ++stats_.kernelsCompiled;
+      cache_.insert(specs[i].key(), cached);
       continue;
     }
-    cached.fn = nullptr;
     ++stats_.fallbacks;
     if (options_.logFallbacks)
       std::fprintf(stderr,
@@ -656,7 +664,39 @@ void CpuCompiler::compileMissing(const std::vector<KernelSpec> &specs,
                    "reference kernel\n",
                    cached.name.c_str(), describeOp(ops[i]).c_str(),
                    std::string(single.status().message()).c_str());
+    cache_.insert(specs[i].key(), cached);
   }
+  return out;
+}
+
+std::vector<CpuCompiler::CachedKernel> CpuCompiler::kernelsFor(const std::vector<KernelSpec> &specs,
+                                                               const std::vector<OpCall> &ops) {
+  std::vector<CachedKernel> out(specs.size());
+  std::vector<KernelSpec> missing;
+  std::vector<OpCall> missingOps;
+  absl::flat_hash_map<std::string, size_t> queued; // key -> index in missing
+  std::vector<size_t> missingIndex(specs.size(), SIZE_MAX);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    std::string key = specs[i].key();
+    if (const CachedKernel *cached = cache_.find(key)) {
+      out[i] = *cached;
+      ++stats_.cacheHits;
+      continue;
+    }
+    auto [it, inserted] = queued.emplace(std::move(key), missing.size());
+    if (inserted) {
+      missing.push_back(specs[i]);
+      missingOps.push_back(ops[i]);
+    } else {
+      ++stats_.cacheHits; // queued for an earlier op of this call
+    }
+    missingIndex[i] = it->second;
+  }
+  std::vector<CachedKernel> compiled = compileMissing(missing, missingOps);
+  for (size_t i = 0; i < specs.size(); ++i)
+    if (missingIndex[i] != SIZE_MAX)
+      out[i] = compiled[missingIndex[i]];
+  return out;
 }
 
 absl::StatusOr<std::unique_ptr<Plan>> CpuCompiler::compile(const Trace &trace,
@@ -667,12 +707,10 @@ absl::StatusOr<std::unique_ptr<Plan>> CpuCompiler::compile(const Trace &trace,
 absl::StatusOr<std::unique_ptr<Plan>> CpuCompiler::compileProgram(const KernelProgram &program) {
   auto start = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> lock(mu_);
-  // Pass 1: the specs of every member op; collect the ones not cached (each once).
+  // Pass 1: the steps and the specs of every member op that is not an upload.
   std::vector<Step> steps;
-  std::vector<std::string> keys;
-  std::vector<KernelSpec> missing;
-  std::vector<OpCall> missingOps;
-  absl::flat_hash_map<std::string, bool> queued;
+  std::vector<KernelSpec> specs;
+  std::vector<OpCall> ops;
   size_t launches = 0;
   for (size_t k = 0; k < program.kernels.size(); ++k) {
     const Kernel &kernel = program.kernels[k];
@@ -682,24 +720,24 @@ absl::StatusOr<std::unique_ptr<Plan>> CpuCompiler::compileProgram(const KernelPr
       step.op = member;
       step.kernelIndex = k;
       step.upload = member.entry.kind == TraceEntry::Kind::Upload;
-      keys.emplace_back();
       if (!step.upload) {
-        KernelSpec spec = specFor(member.entry.op, paramMaskOf(member));
-        keys.back() = spec.key();
-        if (cache_.contains(keys.back()) || !queued.emplace(keys.back(), true).second) {
-          ++stats_.cacheHits; // compiled before, or queued for an earlier op of this program
-        } else {
-          missing.push_back(std::move(spec));
-          missingOps.push_back(member.entry.op);
-        }
+        specs.push_back(specFor(member.entry.op, paramMaskOf(member)));
+        ops.push_back(member.entry.op);
       }
       steps.push_back(std::move(step));
     }
   }
-  compileMissing(missing, missingOps);
+  // The kernels, compiling the missing ones together; the plan keeps each one's module.
+  std::vector<std::shared_ptr<const CpuJitModule>> code;
+  absl::flat_hash_set<const CpuJitModule *> held;
+  auto hold = [&](const CachedKernel &kernel) {
+    if (kernel.code && held.insert(kernel.code.get()).second)
+      code.push_back(kernel.code);
+  };
+  std::vector<CachedKernel> kernels = kernelsFor(specs, ops);
   // Pass 2: bind entry points and describe the plan.
   std::string description;
-  for (size_t i = 0; i < steps.size(); ++i) {
+  for (size_t i = 0, next = 0; i < steps.size(); ++i) {
     Step &step = steps[i];
     const Kernel &kernel = program.kernels[step.kernelIndex];
     if (step.upload) {
@@ -707,7 +745,8 @@ absl::StatusOr<std::unique_ptr<Plan>> CpuCompiler::compileProgram(const KernelPr
                       step.op.entry.uploadSlot, " ", step.op.entry.uploadBytes, " bytes\n");
       continue;
     }
-    const CachedKernel &cached = cache_.at(keys[i]);
+    const CachedKernel &cached = kernels[next++];
+    hold(cached);
     step.fn = cached.fn;
     step.kernelName = cached.name;
     absl::StrAppend(&description, "kernel ", step.kernelIndex, " ", kernel.name, ": ",
@@ -719,8 +758,13 @@ absl::StatusOr<std::unique_ptr<Plan>> CpuCompiler::compileProgram(const KernelPr
     if (launch.kind == Launch::Kind::Rows)
       fuseSegments(
           steps, launch, options_.fusePrologue,
-          [this](const std::vector<KernelSpec> &specs, const std::vector<OpCall> &ops) {
-            return compileSpecs(specs, ops);
+          [&](const std::vector<KernelSpec> &fused, const std::vector<OpCall> &fusedOps) {
+            std::vector<KernelFn> fns;
+            for (const CachedKernel &kernel : kernelsFor(fused, fusedOps)) {
+              hold(kernel);
+              fns.push_back(kernel.fn);
+            }
+            return fns;
           },
           [this](const OpCall &op, uint8_t mask) { return specFor(op, mask); },
           &stats_.fusedKernels);
@@ -751,7 +795,7 @@ absl::StatusOr<std::unique_ptr<Plan>> CpuCompiler::compileProgram(const KernelPr
   stats_.compileSeconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return std::unique_ptr<Plan>(new CpuPlan(std::move(steps), std::move(plan), launches,
-                                           std::move(description), jit_, options_.pool,
+                                           std::move(description), std::move(code), options_.pool,
                                            options_.minParallelBytes));
 }
 
@@ -762,27 +806,6 @@ absl::StatusOr<std::string> CpuCompiler::kernelIR(const OpCall &op, uint8_t para
 
 absl::StatusOr<std::string> CpuCompiler::kernelAsm(const OpCall &op, uint8_t paramMask) {
   return jit_->assembly(specFor(op, paramMask));
-}
-
-std::vector<KernelFn> CpuCompiler::compileSpecs(const std::vector<KernelSpec> &specs,
-                                                const std::vector<OpCall> &ops) {
-  std::vector<KernelSpec> missing;
-  std::vector<OpCall> missingOps;
-  absl::flat_hash_map<std::string, bool> queued;
-  for (size_t i = 0; i < specs.size(); ++i) {
-    std::string key = specs[i].key();
-    if (cache_.contains(key) || !queued.emplace(key, true).second) {
-      ++stats_.cacheHits;
-      continue;
-    }
-    missing.push_back(specs[i]);
-    missingOps.push_back(ops[i]);
-  }
-  compileMissing(missing, missingOps);
-  std::vector<KernelFn> fns;
-  for (const KernelSpec &spec : specs)
-    fns.push_back(cache_.at(spec.key()).fn);
-  return fns;
 }
 
 absl::StatusOr<std::string> CpuCompiler::specIR(const KernelSpec &spec, bool optimized) {
@@ -854,6 +877,8 @@ std::vector<CpuKernelFunctions> CpuCompiler::functionsOf(const KernelProgram &pr
 CpuCompilerStats CpuCompiler::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   CpuCompilerStats s = stats_;
+  s.cachedKernels = cache_.size();
+  s.evictions = cache_.evictions();
   s.jit = jit_->times();
   return s;
 }

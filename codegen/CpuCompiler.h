@@ -3,8 +3,11 @@
 // Every kernel of a program is generated and compiled for the host CPU (codegen/llvm/CpuJit.h);
 // the Plan calls the entry points with the buffer table and this run's parameters and splits each
 // kernel's parallel dimension across a ThreadPool. Compiled kernels are cached by structural key,
-// so the ~2400 calls of a decode step cost ~20 compilations once per process. A kernel that fails
-// to compile runs on the reference kernel instead, with one line on stderr; results never change.
+// so the ~2400 calls of a decode step cost ~20 compilations once per process. The cache keeps the
+// kernelCacheCapacity most recently used kernels: a spec holds values a caller chooses (eps,
+// freq_base), and a kernel dropped from it lives on while a Plan uses it, its JIT code removed
+// when the last one lets go. A kernel that fails to compile runs on the reference kernel
+// instead, with one line on stderr; results never change.
 // No MLIR in this header: the runtime and the backend factory include it.
 #ifndef SINTER_CODEGEN_CPUCOMPILER_H
 #define SINTER_CODEGEN_CPUCOMPILER_H
@@ -16,14 +19,21 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "codegen/KernelSpec.h"
 #include "codegen/llvm/CpuJit.h"
 #include "support/KernelProgram.h"
+#include "support/LruMap.h"
 #include "support/Plan.h"
 #include "support/ThreadPool.h"
 
 namespace sinter::codegen {
+
+/// Kernels a CpuCompiler keeps by default. A decode step of tinyllama-1.1b runs 11 distinct ones
+/// (KernelCountTest; llama-7b has the same kinds at other shapes), the first tokens' plans, with
+/// their integers still fixed, about as many again: 256 leaves room for several models or shapes in
+/// a process, so a decode never evicts, and bounds what a stream of distinct eps or freq_base
+/// values can hold to about 10 KB of code a kernel, 2.5 MB in all.
+inline constexpr size_t kDefaultKernelCacheCapacity = 256;
 
 struct CpuCompilerOptions {
   /// Runs kernels' rows in parallel; ThreadPool::shared() when null. Must outlive the plans.
@@ -42,6 +52,9 @@ struct CpuCompilerOptions {
   /// (sinter-bench-cpu-decode SideBySide, 4 repetitions: fused_norm_prologue vs fused from -4% to
   /// +4%; an earlier "7-10% slower" was the benchmark's order of modes, since rotated).
   bool fusePrologue = false;
+  /// Kernels the cache keeps (least recently used dropped first; at least 1). Plans hold the
+  /// kernels they run, so a small capacity costs recompilations, never results.
+  size_t kernelCacheCapacity = kDefaultKernelCacheCapacity;
 };
 
 /// Counters over the life of a compiler.
@@ -57,7 +70,11 @@ struct CpuCompilerStats {
   /// quantized_matmuls of row loops that run one generated kernel with their rms_norm prologue
   /// and/or element-wise epilogue (KernelSpec prologue/epilogue), counted per plan.
   uint64_t fusedKernels = 0;
-  double compileSeconds = 0; ///< wall time inside compile()
+  double compileSeconds = 0;  ///< wall time inside compile()
+  uint64_t cachedKernels = 0; ///< kernels in the cache now (at most kernelCacheCapacity)
+  uint64_t evictions = 0;     ///< kernels dropped from the cache to make room
+  /// Phase times and the code loaded now: jit.liveKernels counts the kernels of every module
+  /// the cache or a live Plan still holds, jit.liveModules those modules.
   CpuJitTimes jit;
 };
 
@@ -113,20 +130,23 @@ private:
   struct CachedKernel {
     KernelFn fn = nullptr; ///< null: failed, run on the reference kernel
     std::string name;
+    std::shared_ptr<const CpuJitModule> code; ///< owns fn's code (null when it failed)
   };
 
   CpuCompiler(CpuCompilerOptions options, std::shared_ptr<CpuJit> jit);
   KernelSpec specFor(const OpCall &op, uint8_t paramMask) const;
-  /// Compiles the specs not cached yet (one module; one by one when that fails).
-  void compileMissing(const std::vector<KernelSpec> &specs, const std::vector<OpCall> &ops);
-  /// The entry point of each spec (null where it failed), compiling those not cached yet.
-  std::vector<KernelFn> compileSpecs(const std::vector<KernelSpec> &specs,
-                                     const std::vector<OpCall> &ops);
+  /// Compiles `specs` (one module; one by one when that fails) and caches them; in order.
+  std::vector<CachedKernel> compileMissing(const std::vector<KernelSpec> &specs,
+                                           const std::vector<OpCall> &ops);
+  /// The kernel of each spec (fn null where it failed), compiling those not cached yet. The
+  /// results hold their code whatever the cache drops meanwhile.
+  std::vector<CachedKernel> kernelsFor(const std::vector<KernelSpec> &specs,
+                                       const std::vector<OpCall> &ops);
 
   CpuCompilerOptions options_;
   std::shared_ptr<CpuJit> jit_;
   mutable std::mutex mu_;
-  absl::flat_hash_map<std::string, CachedKernel> cache_;
+  LruMap<std::string, CachedKernel> cache_;
   CpuCompilerStats stats_;
 };
 

@@ -202,6 +202,11 @@ FusionCompiler::~FusionCompiler() = default;
 
 absl::StatusOr<std::unique_ptr<Plan>> FusionCompiler::compile(const Trace &trace,
                                                               const std::vector<IntSlot> &params) {
+  if (contextCompiles_++ == kCompilesPerContext) {
+    context_.reset(); // nothing of a compilation outlives it: the program is plain C++
+    context_ = ir::makeSinterContext();
+    contextCompiles_ = 1;
+  }
   CompileDump dump;
   bool dumping = !dumpDir_.empty();
   SINTER_ASSIGN_OR_RETURN(KernelProgram program, compileProgram(*context_, trace, params, options_,

@@ -71,12 +71,18 @@ public:
   absl::StatusOr<std::unique_ptr<Plan>> compile(const Trace &trace,
                                                 const std::vector<IntSlot> &params) override;
 
+  /// Compilations in one MLIR context before the next gets a fresh one: a context keeps every
+  /// attribute it ever saw (each distinct eps, freq_base and fixed integer of every trace), so
+  /// one context for the life of the compiler would grow with every distinct value.
+  static constexpr int kCompilesPerContext = 256;
+
 private:
   FusionOptions options_;
   PlanMaker makePlan_;
   std::string name_;
   std::unique_ptr<mlir::MLIRContext> context_;
-  std::string dumpDir_; ///< SINTER_DUMP
+  int contextCompiles_ = 0; ///< compilations in context_ (kCompilesPerContext)
+  std::string dumpDir_;     ///< SINTER_DUMP
   int compiles_ = 0;
 };
 

@@ -12,13 +12,15 @@
 #          access guarded by an absl::Mutex is a false report); TsanAbslMutexCheck checks that
 #          it hides no real race
 #   soak   the soak test with SINTER_LONG_SOAK_CALLS calls per test (default 20,000,000: minutes)
+#          and the scalar soak with SINTER_LONG_SOAK_SCALARS distinct eps / freq_base values per
+#          cpu case, a tenth of it per vulkan case (default 16,000: about 15 minutes)
 #   fuzz   each libFuzzer target for SINTER_LONG_FUZZ_TIME seconds (default 600) and the fusion
 #          fuzzers (interpreter, cpu, vulkan) on 10000 graphs; builds only those targets
 #
 # CI's default run already has, inside the main build: ASan+UBSan twins of the plain-C++ libraries
-# with the tests over them (ctest -L asan), each fuzzer for SINTER_FUZZ_TIME seconds, and the soak
-# at 1,000,000 calls (200,000 under ASan). Environment: SINTER_BUILD_DIR (main build, default
-# build/), SINTER_JOBS.
+# with the tests over them (ctest -L asan), each fuzzer for SINTER_FUZZ_TIME seconds, the soak
+# at 1,000,000 calls (200,000 under ASan) and the scalar soak at 2,000 values (400 under ASan).
+# Environment: SINTER_BUILD_DIR (main build, default build/), SINTER_JOBS.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 shared="$(cd "$root/.." && pwd)/shared"
@@ -85,9 +87,14 @@ stage_tsan() {
 }
 
 stage_soak() {
-  ninja -C "$main" -j "$jobs" SoakTest
+  ninja -C "$main" -j "$jobs" SoakTest ScalarSoakTest
+  # Both run even when the first fails; the stage fails if either did.
+  local status=0
   (cd "$main" && timed "soak" env SINTER_SOAK_CALLS="${SINTER_LONG_SOAK_CALLS:-20000000}" \
-    ctest --output-on-failure --timeout 3600 -R "^SoakTest\\.")
+    ctest --output-on-failure --timeout 3600 -R "^SoakTest\\.") || status=$?
+  (cd "$main" && timed "scalar soak" env SINTER_SOAK_SCALARS="${SINTER_LONG_SOAK_SCALARS:-16000}" \
+    ctest --output-on-failure --timeout 3600 -R "^ScalarSoakTest/") || status=$?
+  return $status
 }
 
 stage_fuzz() {

@@ -253,7 +253,8 @@ void BM_VulkanQMatmulDirect(benchmark::State &state) {
     state.SkipWithError(std::string(kernel.status().message()).c_str());
     return;
   }
-  absl::StatusOr<const runtime::vulkan::Pipeline *> p = d.pipelines().get(kernel->binary);
+  absl::StatusOr<std::shared_ptr<const runtime::vulkan::Pipeline>> p =
+      d.pipelines().get(kernel->binary);
   if (!p.ok()) {
     state.SkipWithError(std::string(p.status().message()).c_str());
     return;

@@ -448,7 +448,7 @@ absl::Status expectAll(runtime::vulkan::VulkanDevice &device, const runtime::vul
 }
 
 // The pipeline of a step kernel: kStepCommon followed by `body` (push words n and N).
-absl::StatusOr<const runtime::vulkan::Pipeline *>
+absl::StatusOr<std::shared_ptr<const runtime::vulkan::Pipeline>>
 stepPipeline(runtime::vulkan::VulkanDevice &device, const char *body, const char *name) {
   SINTER_ASSIGN_OR_RETURN(runtime::vulkan::KernelBinary k,
                           assembledKernel(std::string(kStepCommon) + body, name, 8, 256));
@@ -465,7 +465,8 @@ void launchChain(benchmark::State &state, bool flags) {
     return;
   }
   runtime::vulkan::VulkanDevice &d = **device;
-  absl::StatusOr<const runtime::vulkan::Pipeline *> p = absl::InternalError("not built");
+  absl::StatusOr<std::shared_ptr<const runtime::vulkan::Pipeline>> p =
+      absl::InternalError("not built");
   if (!flags) {
     p = stepPipeline(d, kStepKernel, "launch_chain_step");
   } else {

@@ -7,6 +7,8 @@
 // module whose key has a valid entry skips O3 and the cache hands its object to the compiler; a
 // module compiled normally is written (to a temporary name, then renamed) when its object is
 // ready. An entry is a magic line, the SHA-256 of the object and the object.
+// Every module is added under a ResourceTracker of its own; the CpuJitModule that owns it calls
+// remove() when its last owner lets go, and the session's dead symbol names are then purged.
 #include "codegen/llvm/CpuJit.h"
 
 #include <chrono>
@@ -232,6 +234,7 @@ static void stripFastMath(llvm::Function &f) {
 
 struct CpuJit::Impl {
   std::unique_ptr<mlir::MLIRContext> context;
+  uint64_t contextKernels = 0; ///< kernels lowered in `context` (CpuJit::kKernelsPerContext)
   std::unique_ptr<llvm::TargetMachine> machine;
   std::unique_ptr<DiskObjectCache> cache; ///< before jit: the JIT's compiler points to it
   std::unique_ptr<llvm::orc::LLJIT> jit;
@@ -253,7 +256,54 @@ struct CpuJit::Impl {
   void optimizeModule(llvm::Module &module);
   // The disk cache key of `module` (unoptimized): the LLVM version, the host and the IR.
   std::string cacheKey(const llvm::Module &module) const;
+  // A fresh MLIR context (the old one, if any, and everything it interned are freed).
+  void makeContext();
+  // Removes a module's code from the JIT (with mu held).
+  void removeCode(const llvm::orc::ResourceTrackerSP &tracker, size_t kernels);
 };
+
+// Owns one module's ResourceTracker; the last owner's release removes the code.
+struct CpuJitModule {
+  CpuJitModule(std::shared_ptr<CpuJit::Impl> impl, llvm::orc::ResourceTrackerSP tracker,
+               size_t kernels)
+      : impl(std::move(impl)), tracker(std::move(tracker)), kernels(kernels) {}
+  ~CpuJitModule() {
+    std::lock_guard<std::mutex> lock(impl->mu);
+    impl->removeCode(tracker, kernels);
+  }
+  CpuJitModule(const CpuJitModule &) = delete;
+  CpuJitModule &operator=(const CpuJitModule &) = delete;
+
+  std::shared_ptr<CpuJit::Impl> impl;
+  llvm::orc::ResourceTrackerSP tracker;
+  size_t kernels;
+};
+
+void CpuJit::Impl::makeContext() {
+  mlir::DialectRegistry registry;
+  registry.insert<mlir::arith::ArithDialect, mlir::cf::ControlFlowDialect, mlir::func::FuncDialect,
+                  mlir::LLVM::LLVMDialect, mlir::math::MathDialect, mlir::scf::SCFDialect,
+                  mlir::vector::VectorDialect>();
+  mlir::registerBuiltinDialectTranslation(registry);
+  mlir::registerLLVMDialectTranslation(registry);
+  context.reset(); // before the new one: the two never coexist
+  context = std::make_unique<mlir::MLIRContext>(registry, mlir::MLIRContext::Threading::DISABLED);
+  context->loadAllAvailableDialects();
+  contextKernels = 0;
+  ++times.contexts;
+}
+
+void CpuJit::Impl::removeCode(const llvm::orc::ResourceTrackerSP &tracker, size_t kernels) {
+  if (llvm::Error error = tracker->remove())
+    // The session already counts the memory as released; nothing a caller could do about it.
+    std::fprintf(stderr, "sinter: warning: cpu jit: removing a module: %s\n",
+                 errorText(std::move(error)).c_str());
+  // The removed symbols' names stay in the session's string pool until purged.
+  jit->getExecutionSession().getSymbolStringPool()->clearDeadEntries();
+  --times.liveModules;
+  times.liveKernels -= kernels;
+  ++times.removedModules;
+}
 
 std::string CpuJit::Impl::cacheKey(const llvm::Module &module) const {
   std::string text;
@@ -270,6 +320,9 @@ std::string CpuJit::Impl::cacheKey(const llvm::Module &module) const {
 absl::StatusOr<std::unique_ptr<llvm::Module>>
 CpuJit::Impl::lower(absl::Span<const KernelSpec> specs, const std::vector<std::string> &names,
                     llvm::LLVMContext &llvmContext, bool optimize) {
+  if (contextKernels >= CpuJit::kKernelsPerContext)
+    makeContext();
+  contextKernels += specs.size();
   auto start = Clock::now();
   DiagnosticCapture diagnostics(*context);
   mlir::OwningOpRef<mlir::ModuleOp> module =
@@ -346,7 +399,7 @@ void CpuJit::Impl::optimizeModule(llvm::Module &module) {
   pipeline.run(module, mam);
 }
 
-CpuJit::CpuJit(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CpuJit::CpuJit(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CpuJit::~CpuJit() = default;
 
 absl::StatusOr<std::unique_ptr<CpuJit>> CpuJit::create() {
@@ -363,7 +416,7 @@ absl::StatusOr<std::unique_ptr<CpuJit>> CpuJit::create(const std::string &cacheD
   if (!nativeOk)
     return absl::InternalError("cpu jit: llvm has no native target for this host");
 
-  auto impl = std::make_unique<Impl>();
+  auto impl = std::make_shared<Impl>();
   llvm::Expected<llvm::orc::JITTargetMachineBuilder> builder =
       llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!builder)
@@ -411,19 +464,11 @@ absl::StatusOr<std::unique_ptr<CpuJit>> CpuJit::create(const std::string &cacheD
         absl::StrCat("cpu jit: process symbols: ", errorText(process.takeError())));
   impl->jit->getMainJITDylib().addGenerator(std::move(*process));
 
-  mlir::DialectRegistry registry;
-  registry.insert<mlir::arith::ArithDialect, mlir::cf::ControlFlowDialect, mlir::func::FuncDialect,
-                  mlir::LLVM::LLVMDialect, mlir::math::MathDialect, mlir::scf::SCFDialect,
-                  mlir::vector::VectorDialect>();
-  mlir::registerBuiltinDialectTranslation(registry);
-  mlir::registerLLVMDialectTranslation(registry);
-  impl->context =
-      std::make_unique<mlir::MLIRContext>(registry, mlir::MLIRContext::Threading::DISABLED);
-  impl->context->loadAllAvailableDialects();
+  impl->makeContext();
   return std::unique_ptr<CpuJit>(new CpuJit(std::move(impl)));
 }
 
-absl::StatusOr<std::vector<KernelFn>> CpuJit::compile(absl::Span<const KernelSpec> specs) {
+absl::StatusOr<CpuJitKernels> CpuJit::compile(absl::Span<const KernelSpec> specs) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   std::vector<std::string> names;
   for (const KernelSpec &spec : specs)
@@ -455,23 +500,31 @@ absl::StatusOr<std::vector<KernelFn>> CpuJit::compile(absl::Span<const KernelSpe
 
   auto start = Clock::now();
   llvm::orc::ThreadSafeModule threadSafe(std::move(*module), std::move(llvmContext));
-  if (llvm::Error error = impl_->jit->addIRModule(std::move(threadSafe))) {
+  llvm::orc::ResourceTrackerSP tracker = impl_->jit->getMainJITDylib().createResourceTracker();
+  if (llvm::Error error = impl_->jit->addIRModule(tracker, std::move(threadSafe))) {
     impl_->cache->forget(key);
     return failure(absl::InternalError(absl::StrCat("jit: ", errorText(std::move(error)))));
   }
-  std::vector<KernelFn> entries;
+  ++impl_->times.liveModules;
+  impl_->times.liveKernels += specs.size();
+  CpuJitKernels kernels;
   for (const std::string &name : names) {
     llvm::Expected<llvm::orc::ExecutorAddr> address = impl_->jit->lookup(name);
-    if (!address)
-      return failure(absl::InternalError(
+    if (!address) {
+      absl::Status status = failure(absl::InternalError(
           absl::StrCat("jit: looking up ", name, ": ", errorText(address.takeError()))));
-    entries.push_back(address->toPtr<KernelFn>());
+      impl_->removeCode(tracker, specs.size());
+      return status;
+    }
+    kernels.entries.push_back(address->toPtr<KernelFn>());
   }
+  // Made last: its destructor takes mu, which this call holds until it returns.
+  kernels.code = std::make_shared<CpuJitModule>(impl_, std::move(tracker), specs.size());
   impl_->times.codegen += secondsSince(start);
   impl_->times.diskHits += fromDisk;
   impl_->times.modules += 1;
   impl_->times.kernels += specs.size();
-  return entries;
+  return kernels;
 }
 
 absl::StatusOr<std::string> CpuJit::llvmIR(const KernelSpec &spec, bool optimized) {

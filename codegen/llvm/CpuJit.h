@@ -13,6 +13,11 @@
 // process that compiles the same kernels in the same order hits. A corrupt entry (checked by a
 // digest of its bytes) or an unwritable directory gives a warning on stderr and a normal
 // compilation.
+//
+// Each compile() adds its module to the JIT under a resource tracker of its own, owned by the
+// CpuJitModule it returns: when the last owner lets go, the code is removed from the JIT (its
+// memory unmapped, its symbols dropped), so a caller that keeps a bounded set of modules keeps a
+// bounded JIT.
 #ifndef SINTER_CODEGEN_LLVM_CPUJIT_H
 #define SINTER_CODEGEN_LLVM_CPUJIT_H
 
@@ -26,8 +31,8 @@
 
 namespace sinter::codegen {
 
-/// Seconds spent in each compile phase, summed over the life of a CpuJit, and the disk cache's
-/// counters (all zero without SINTER_CACHE_DIR).
+/// Seconds spent in each compile phase, summed over the life of a CpuJit, the disk cache's
+/// counters (all zero without SINTER_CACHE_DIR) and the code now loaded.
 struct CpuJitTimes {
   double build = 0;    ///< kernel builders and verification
   double lower = 0;    ///< MLIR passes to the LLVM dialect and translation to LLVM IR
@@ -35,9 +40,23 @@ struct CpuJitTimes {
   double codegen = 0;  ///< machine code and linking (inside the JIT)
   uint64_t modules = 0;
   uint64_t kernels = 0;
-  uint64_t diskHits = 0;   ///< modules loaded from SINTER_CACHE_DIR (no O3, no code generation)
-  uint64_t diskWrites = 0; ///< modules compiled and written to SINTER_CACHE_DIR
-  uint64_t diskErrors = 0; ///< corrupt entries and failed writes (each logged, then compiled)
+  uint64_t diskHits = 0;       ///< modules loaded from SINTER_CACHE_DIR (no O3, no code generation)
+  uint64_t diskWrites = 0;     ///< modules compiled and written to SINTER_CACHE_DIR
+  uint64_t diskErrors = 0;     ///< corrupt entries and failed writes (each logged, then compiled)
+  uint64_t liveModules = 0;    ///< modules whose code is loaded (a CpuJitModule owns each)
+  uint64_t liveKernels = 0;    ///< kernels of those modules
+  uint64_t removedModules = 0; ///< modules whose last owner let go, their code removed
+  uint64_t contexts = 0;       ///< MLIR contexts made (a fresh one every kKernelsPerContext)
+};
+
+/// The machine code of one CpuJit::compile call (opaque). The last shared_ptr to let go removes
+/// the code from the JIT; the JIT itself lives at least as long.
+struct CpuJitModule;
+
+/// What CpuJit::compile returns: the entry points, valid while `code` (or a copy of it) lives.
+struct CpuJitKernels {
+  std::vector<KernelFn> entries;
+  std::shared_ptr<const CpuJitModule> code;
 };
 
 class CpuJit {
@@ -53,9 +72,10 @@ public:
 
   /// Compiles all of `specs` as one module and returns their entry points in order. Any failure
   /// (a builder that cannot handle a spec, a verifier or LLVM error) fails the whole call with
-  /// the kernel named; the caller may retry the specs one by one to isolate it. The code lives as
-  /// long as this object. Thread-safe.
-  absl::StatusOr<std::vector<KernelFn>> compile(absl::Span<const KernelSpec> specs);
+  /// the kernel named, and leaves nothing in the JIT; the caller may retry the specs one by one
+  /// to isolate it. The code lives as long as the returned `code`, even past this object.
+  /// Thread-safe.
+  absl::StatusOr<CpuJitKernels> compile(absl::Span<const KernelSpec> specs);
 
   /// The LLVM IR of `spec`'s kernel: after the O3 pipeline when `optimized`, else as translated
   /// from MLIR. Compiles nothing into the JIT.
@@ -72,15 +92,22 @@ public:
   /// SINTER_INT8_DOT=0 nor SINTER_PRECISE=1 was set when this JIT was created. Results then agree
   /// with the reference within SEMANTICS.md's 5e-4 NMSE for quantized activations, not 1e-7.
   bool int8Dot() const;
-  /// Phase times and disk cache counters so far.
+  /// Phase times, disk cache counters and the code loaded now.
   CpuJitTimes times() const;
   /// The disk cache directory ("" when there is none).
   std::string cacheDir() const;
 
+  /// Kernels lowered in one MLIR context before the next compile makes a fresh one: a context
+  /// keeps every attribute it ever saw (each kernel's unique symbol name, each eps), so one
+  /// context for the life of the JIT would grow with every distinct kernel.
+  static constexpr uint64_t kKernelsPerContext = 1024;
+
 private:
+  friend struct CpuJitModule;
   struct Impl;
-  explicit CpuJit(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  explicit CpuJit(std::shared_ptr<Impl> impl);
+  /// Shared with every CpuJitModule, whose removal needs the JIT.
+  std::shared_ptr<Impl> impl_;
 };
 
 } // namespace sinter::codegen

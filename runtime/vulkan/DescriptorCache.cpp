@@ -89,7 +89,8 @@ absl::StatusOr<VkDescriptorSet> DescriptorCache::get(const Pipeline &p,
 }
 
 void DescriptorCache::trim(bool force) {
-  if (!force && sets_.size() <= maxSets_)
+  const bool manyDead = deadSets_ >= std::max<uint64_t>(kDeadSetsBeforeReset, sets_.size());
+  if (!force && sets_.size() <= maxSets_ && !manyDead)
     return;
   if (beforeReset_)
     beforeReset_();
@@ -100,7 +101,20 @@ void DescriptorCache::trim(bool force) {
   }
   current_ = 0;
   sets_.clear();
+  deadSets_ = 0;
   ++stats_.resets;
+}
+
+void DescriptorCache::forgetPipeline(uint64_t pipelineId) {
+  // A scan: pipelines die rarely (evicted from every cache and no plan left using them).
+  for (auto it = sets_.begin(); it != sets_.end();) {
+    if (it->first[0] != pipelineId) {
+      ++it;
+      continue;
+    }
+    sets_.erase(it++);
+    ++deadSets_;
+  }
 }
 
 void DescriptorCache::invalidateIfBuffersDestroyed(uint64_t destroyedBlocks) {
@@ -114,6 +128,7 @@ void DescriptorCache::invalidateIfBuffersDestroyed(uint64_t destroyedBlocks) {
 DescriptorStats DescriptorCache::stats() const {
   DescriptorStats s = stats_;
   s.liveSets = sets_.size();
+  s.deadSets = deadSets_;
   return s;
 }
 

@@ -1,6 +1,9 @@
-// PipelineCache.cpp - pipelines from KernelBinary; the driver cache blob on disk.
+// PipelineCache.cpp - pipelines from KernelBinary in an LRU of shared pipelines; the driver
+// cache blob on disk.
 #include "runtime/vulkan/PipelineCache.h"
 
+#include <algorithm>
+#include <cassert>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -28,8 +31,9 @@ static constexpr char kMagic[8] = {'S', 'N', 'T', 'R', 'V', 'K', 'P', '1'};
 static constexpr size_t kFileHeader = 8 + 8 + 8;
 
 PipelineCache::PipelineCache(VkDevice device, const VkPhysicalDeviceProperties &props,
-                             std::string cacheDir)
-    : device_(device), props_(props) {
+                             std::string cacheDir, size_t capacity)
+    : device_(device), props_(props), capacity_(std::max<size_t>(capacity, 1)),
+      pipelines_(capacity_) {
   if (!cacheDir.empty()) {
     std::string uuid;
     for (uint8_t b : props.pipelineCacheUUID)
@@ -89,6 +93,7 @@ void PipelineCache::load() {
 }
 
 absl::Status PipelineCache::save() {
+  absl::MutexLock lock(&mu_);
   if (path_.empty() || cache_ == VK_NULL_HANDLE)
     return absl::OkStatus();
   size_t size = 0;
@@ -121,38 +126,78 @@ PipelineCache::~PipelineCache() {
   absl::Status saved = save();
   if (!saved.ok())
     std::fprintf(stderr, "sinter: warning: %s\n", std::string(saved.message()).c_str());
-  for (auto &[hash, entries] : pipelines_) {
-    for (auto &e : entries) {
-      vkDestroyPipeline(device_, e.pipeline->pipeline, nullptr);
-      vkDestroyPipelineLayout(device_, e.pipeline->layout, nullptr);
-      vkDestroyDescriptorSetLayout(device_, e.pipeline->setLayout, nullptr);
-      vkDestroyShaderModule(device_, e.pipeline->module, nullptr);
-    }
+  {
+    absl::MutexLock lock(&mu_);
+    pipelines_.clear();
   }
+  assert(live_ == 0 && "a pipeline outlives its cache (and the VulkanDevice)");
   if (cache_ != VK_NULL_HANDLE)
     vkDestroyPipelineCache(device_, cache_, nullptr);
 }
 
-absl::StatusOr<const Pipeline *> PipelineCache::get(const KernelBinary &k) {
+// The cache key: everything that makes two kernels' pipelines differ (the entry point, the
+// interface and the words).
+static std::string keyOf(const KernelBinary &k) {
+  const uint32_t iface[4] = {k.numBuffers, k.pushConstantBytes, k.requireFullSubgroups,
+                             k.requiredSubgroupSize};
+  std::string key(reinterpret_cast<const char *>(iface), sizeof iface);
+  key.append(k.entryPoint);
+  key.push_back('\0');
+  key.append(reinterpret_cast<const char *>(k.spirv.data()), k.spirv.size() * 4);
+  return key;
+}
+
+absl::StatusOr<std::shared_ptr<const Pipeline>> PipelineCache::get(const KernelBinary &k) {
+  std::string key = keyOf(k);
+  absl::MutexLock lock(&mu_);
   ++stats_.lookups;
-  uint64_t h = fnv1a(k.spirv.data(), k.spirv.size() * 4);
-  h = fnv1a(k.entryPoint.data(), k.entryPoint.size(), h);
-  uint32_t iface[4] = {k.numBuffers, k.pushConstantBytes, k.requireFullSubgroups,
-                       k.requiredSubgroupSize};
-  h = fnv1a(iface, sizeof(iface), h);
-  std::vector<Entry> &bucket = pipelines_[h];
-  for (const Entry &e : bucket) {
-    if (e.numBuffers == k.numBuffers && e.pushConstantBytes == k.pushConstantBytes &&
-        e.requireFullSubgroups == k.requireFullSubgroups &&
-        e.requiredSubgroupSize == k.requiredSubgroupSize && e.entryPoint == k.entryPoint &&
-        e.spirv == k.spirv)
-      return e.pipeline.get();
-  }
-  SINTER_ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> p, build(k));
+  if (const std::shared_ptr<const Pipeline> *cached = pipelines_.find(key))
+    return *cached;
+  if (builtIntoDriverCache_ >= 4 * capacity_)
+    resetDriverCache();
+  SINTER_ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> built, build(k));
+  ++builtIntoDriverCache_;
   ++stats_.compiled;
-  bucket.push_back(Entry{k.spirv, k.entryPoint, k.numBuffers, k.pushConstantBytes,
-                         k.requireFullSubgroups, k.requiredSubgroupSize, std::move(p)});
-  return bucket.back().pipeline.get();
+  ++live_;
+  std::shared_ptr<const Pipeline> p(built.release(), [this](const Pipeline *q) { destroy(q); });
+  // May drop (and destroy, when nobody else holds it) the least recently used pipeline.
+  pipelines_.insert(key, p);
+  return p;
+}
+
+void PipelineCache::resetDriverCache() {
+  if (cache_ != VK_NULL_HANDLE)
+    vkDestroyPipelineCache(device_, cache_, nullptr);
+  auto info = vkStruct<VkPipelineCacheCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO);
+  if (vkCreatePipelineCache(device_, &info, nullptr, &cache_) != VK_SUCCESS)
+    cache_ = VK_NULL_HANDLE; // pipelines are then built without one
+  builtIntoDriverCache_ = 0;
+  ++stats_.driverCacheResets;
+}
+
+void PipelineCache::destroy(const Pipeline *p) {
+  if (beforeDestroy_)
+    beforeDestroy_(*p);
+  vkDestroyPipeline(device_, p->pipeline, nullptr);
+  vkDestroyPipelineLayout(device_, p->layout, nullptr);
+  vkDestroyDescriptorSetLayout(device_, p->setLayout, nullptr);
+  vkDestroyShaderModule(device_, p->module, nullptr);
+  delete p;
+  --live_;
+}
+
+PipelineCacheStats PipelineCache::stats() const {
+  absl::MutexLock lock(&mu_);
+  PipelineCacheStats s = stats_;
+  s.cached = pipelines_.size();
+  s.evictions = pipelines_.evictions();
+  s.live = live_;
+  return s;
+}
+
+size_t PipelineCache::size() const {
+  absl::MutexLock lock(&mu_);
+  return pipelines_.size();
 }
 
 absl::StatusOr<std::unique_ptr<Pipeline>> PipelineCache::build(const KernelBinary &k) {

@@ -21,7 +21,7 @@ struct HeadFallback {
   std::vector<KernelMember> members;
   /// Where the members' seq_len come from (attentionUniform's check without binding them).
   SeqLenSources seqLens;
-  std::vector<const VulkanCompiler::Built *> built;
+  std::vector<std::shared_ptr<const VulkanCompiler::Built>> built;
   std::vector<StepAccesses> access;
   std::array<uint32_t, 7> words{};
 };
@@ -38,8 +38,9 @@ struct Step {
   /// Dispatch and Host: every member op in KernelSpec order (one for a single-op kernel).
   std::vector<KernelMember> members;
   uint8_t anchor = 0;
-  const VulkanCompiler::Built *built = nullptr; ///< Dispatch
-  uint32_t kernelIndex = 0;                     ///< the program kernel it belongs to
+  /// Dispatch: the kernel, held by the plan whatever the compiler's cache drops.
+  std::shared_ptr<const VulkanCompiler::Built> built;
+  uint32_t kernelIndex = 0; ///< the program kernel it belongs to
   /// Slots read and written (from opAccesses, over every member), for the barriers.
   StepAccesses access;
   /// Attention over heads: the heads' members run one by one when their seq_len differ.

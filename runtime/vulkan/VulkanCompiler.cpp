@@ -1,7 +1,8 @@
 // VulkanCompiler.cpp - KernelProgram -> a plan's steps: a pipeline per KernelSpec key (built
-// once by the injected builder), launches planned by LaunchGroups, fused launches that cannot be
-// built planned again without their cache tails or run as their members (logged), and each
-// step's slot accesses for the barriers. VulkanPlan.cpp runs the steps.
+// once by the injected builder while it stays in the LRU; the steps hold their kernels),
+// launches planned by LaunchGroups, fused launches that cannot be built planned again without
+// their cache tails or run as their members (logged), and each step's slot accesses for the
+// barriers. VulkanPlan.cpp runs the steps.
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -45,6 +46,7 @@ bool launchAccesses(const Launch &l, StepAccesses *out) {
 VulkanCompiler::VulkanCompiler(std::shared_ptr<VulkanDevice> device, VulkanKernelBuilder builder,
                                VulkanCompilerOptions options)
     : device_(std::move(device)), builder_(std::move(builder)), options_(options),
+      kernels_(options_.kernelCacheCapacity),
       shared_(options_.stats ? options_.stats : std::make_shared<Shared>()) {}
 
 VulkanCompiler::~VulkanCompiler() = default;
@@ -54,15 +56,20 @@ absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compile(const Trace &trace
   return compileProgram(unfusedProgram(trace, params));
 }
 
-const VulkanCompiler::Built &VulkanCompiler::kernelFor(const codegen::KernelSpec &spec) {
+std::shared_ptr<const VulkanCompiler::Built>
+VulkanCompiler::kernelFor(const codegen::KernelSpec &spec) {
   std::string key = spec.key();
-  auto found = kernels_.find(key);
-  if (found != kernels_.end()) {
+  if (const std::shared_ptr<const Built> *found = kernels_.find(key)) {
     absl::MutexLock lock(&shared_->mu);
     ++shared_->stats.kernelHits;
-    return *found->second;
+    return *found;
   }
-  auto built = std::make_unique<Built>();
+  // Counted alive until the last holder (this cache or a plan) lets go.
+  ++shared_->liveKernels;
+  std::shared_ptr<Built> built(new Built, [shared = shared_](Built *b) {
+    delete b;
+    --shared->liveKernels;
+  });
   // The test-only compile fault applies to fused kernels, the ones with a fallback (their
   // members); a single-op kernel that cannot be built fails the compilation instead.
   bool fused = !spec.prologue.empty() || !spec.epilogue.empty() || spec.attentionOverHeads;
@@ -73,19 +80,22 @@ const VulkanCompiler::Built &VulkanCompiler::kernelFor(const codegen::KernelSpec
                                             : absl::UnimplementedError("no SPIR-V kernel builder");
   if (kernel.ok()) {
     built->kernel = std::move(kernel).value();
-    absl::StatusOr<const Pipeline *> p = device_->pipelines().get(built->kernel.binary);
+    absl::StatusOr<std::shared_ptr<const Pipeline>> p =
+        device_->pipelines().get(built->kernel.binary);
     if (p.ok())
-      built->pipeline = *p;
+      built->pipeline = std::move(p).value();
     else
       built->status = p.status();
   } else {
     built->status = kernel.status();
   }
-  {
-    absl::MutexLock lock(&shared_->mu);
-    shared_->stats.kernelsBuilt += built->status.ok();
-  }
-  return *kernels_.emplace(std::move(key), std::move(built)).first->second;
+  // May drop the least recently used kernel (destroyed here when no plan holds it).
+  kernels_.insert(key, built);
+  absl::MutexLock lock(&shared_->mu);
+  shared_->stats.kernelsBuilt += built->status.ok();
+  shared_->stats.cachedKernels = kernels_.size();
+  shared_->stats.kernelEvictions = kernels_.evictions();
+  return built;
 }
 
 absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const KernelProgram &program) {
@@ -98,21 +108,21 @@ absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const Kerne
   };
   // The single-op kernel of one member (an op with none fails the compilation).
   auto singleKernel = [&](const KernelMember &member, size_t k,
-                          const Kernel &kernel) -> absl::StatusOr<const Built *> {
+                          const Kernel &kernel) -> absl::StatusOr<std::shared_ptr<const Built>> {
     codegen::KernelSpec spec = codegen::singleOpSpec(member.entry.op, paramMaskOf(member));
     // A product's row count, where it is not a parameter: schedules that depend on the grid's
     // size (SpirvTarget::computeUnits) need it.
     if (member.entry.op.kind == OpKind::QuantizedMatmul && member.paramOf[0] < 0 &&
         member.entry.op.ints[0] <= UINT32_MAX)
       spec.rowsHint = static_cast<uint32_t>(member.entry.op.ints[0]);
-    const Built &built = kernelFor(spec);
-    if (!built.status.ok())
+    std::shared_ptr<const Built> built = kernelFor(spec);
+    if (!built->status.ok())
       return absl::Status(
-          built.status.code() == absl::StatusCode::kUnimplemented ? built.status.code()
-                                                                  : absl::StatusCode::kInternal,
+          built->status.code() == absl::StatusCode::kUnimplemented ? built->status.code()
+                                                                   : absl::StatusCode::kInternal,
           absl::StrCat("vulkan: no kernel for ", describeOp(member.entry.op), " (", spec.name(),
-                       ", kernel #", k, " '", kernel.name, "'): ", built.status.message()));
-    return &built;
+                       ", kernel #", k, " '", kernel.name, "'): ", built->status.message()));
+    return built;
   };
   // Ops no kernel can be built for run on the host, in their place between submissions: slow,
   // but every accepted call computes. Said once per op kind in the log.
@@ -141,7 +151,7 @@ absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const Kerne
   for (size_t k = 0; k < program.kernels.size(); ++k) {
     const Kernel &kernel = program.kernels[k];
     std::vector<Launch> launches;
-    std::vector<const Built *> fusedBuilt;
+    std::vector<std::shared_ptr<const Built>> fusedBuilt;
     std::vector<StepAccesses> fusedAccess;
     // A fused launch the generator cannot build: the kernel is planned again without stacked
     // products when it had them, then without rope and cache-copy epilogues and without sibling
@@ -166,15 +176,15 @@ absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const Kerne
       for (size_t l = 0; l < launches.size() && why.empty(); ++l) {
         if (launches[l].kind == Launch::Kind::Single)
           continue;
-        const Built &built = kernelFor(launches[l].spec);
-        if (!built.status.ok())
-          why = std::string(built.status.message());
+        std::shared_ptr<const Built> built = kernelFor(launches[l].spec);
+        if (!built->status.ok())
+          why = std::string(built->status.message());
         else if (!launchAccesses(launches[l], &fusedAccess[l]))
           why = "it touches more buffers than a step tracks";
+        compiled = built->status.ok();
         if (why.empty())
-          fusedBuilt[l] = &built;
+          fusedBuilt[l] = std::move(built);
         failed = l;
-        compiled = built.status.ok();
       }
       if (why.empty())
         break;
@@ -224,12 +234,12 @@ absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const Kerne
           heads->words = launch.attentionWords;
           absl::Status missing;
           for (const KernelMember &m : launch.headMembers) {
-            absl::StatusOr<const Built *> b = singleKernel(m, k, kernel);
+            absl::StatusOr<std::shared_ptr<const Built>> b = singleKernel(m, k, kernel);
             if (!b.ok()) {
               missing = b.status();
               break;
             }
-            heads->built.push_back(*b);
+            heads->built.push_back(*std::move(b));
             heads->access.push_back(accessesOf(m.entry));
           }
           if (!missing.ok()) {
@@ -273,12 +283,13 @@ absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const Kerne
         // change the commands every run: with replay on, it runs as the generated copy kernel,
         // its integers in the parameter buffer (vkCmdCopyBuffer when there is none).
         if (options_.replay && paramMaskOf(member) != 0) {
-          const Built &copy = kernelFor(codegen::singleOpSpec(e.op, paramMaskOf(member)));
-          if (copy.status.ok() && copy.kernel.paramWords > 0) {
-            s.built = &copy;
+          std::shared_ptr<const Built> copy =
+              kernelFor(codegen::singleOpSpec(e.op, paramMaskOf(member)));
+          if (copy->status.ok() && copy->kernel.paramWords > 0) {
+            s.built = std::move(copy);
             s.members = {member};
             absl::StrAppend(&description, "kernel ", k, " ", kernel.name, ": spirv ",
-                            copy.kernel.name, ": ", describeOp(e.op), "\n");
+                            s.built->kernel.name, ": ", describeOp(e.op), "\n");
             steps.push_back(std::move(s));
             continue;
           }
@@ -289,7 +300,7 @@ absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const Kerne
         steps.push_back(std::move(s));
         continue;
       }
-      absl::StatusOr<const Built *> single = singleKernel(member, k, kernel);
+      absl::StatusOr<std::shared_ptr<const Built>> single = singleKernel(member, k, kernel);
       if (!single.ok()) {
         Step host = hostStep({member}, k, single.status());
         addSlots(host);
@@ -298,7 +309,7 @@ absl::StatusOr<std::unique_ptr<Plan>> VulkanCompiler::compileProgram(const Kerne
         steps.push_back(std::move(host));
         continue;
       }
-      s.built = *single;
+      s.built = *std::move(single);
       s.members = {member};
       s.indirect = (paramMaskOf(member) & s.built->kernel.gridInts) != 0;
       absl::StrAppend(&description, "kernel ", k, " ", kernel.name, ": spirv ",

@@ -85,7 +85,8 @@ absl::Status VulkanDevice::init(const VulkanDeviceOptions &options) {
   }
   VkPhysicalDeviceProperties props;
   vkGetPhysicalDeviceProperties(physical_, &props);
-  pipelines_ = std::make_unique<PipelineCache>(device_, props, cacheDir);
+  pipelines_ =
+      std::make_unique<PipelineCache>(device_, props, cacheDir, options.pipelineCacheCapacity);
   pipelines_->setSubgroupFeatures({caps_.computeFullSubgroups, caps_.subgroupSizeControl,
                                    caps_.minSubgroupSize, caps_.maxSubgroupSize});
   if (statistics && !caps_.pipelineExecutableInfo)
@@ -97,14 +98,21 @@ absl::Status VulkanDevice::init(const VulkanDeviceOptions &options) {
     pipelines_->captureStatistics();
   descriptors_ = std::make_unique<DescriptorCache>(device_);
   descriptors_->setBeforeReset([this] { (void)drain(); });
+  // A pipeline dies when its last user lets go: a plan (which waited for its submissions) or a
+  // cache. Waiting here too costs nothing when nothing is in flight, and keeps the rule local.
+  pipelines_->setBeforeDestroy([this](const Pipeline &p) {
+    (void)drain();
+    if (descriptors_)
+      descriptors_->forgetPipeline(p.id);
+  });
   return absl::OkStatus();
 }
 
 VulkanDevice::~VulkanDevice() {
   if (device_ != VK_NULL_HANDLE)
     vkDeviceWaitIdle(device_);
+  pipelines_.reset(); // its hook forgets descriptor sets
   descriptors_.reset();
-  pipelines_.reset();
   staging_.reset();
   memory_.reset();
   destroyMappedBuffer(device_, paramArenaMemory_);

@@ -83,6 +83,13 @@ struct DeviceCaps {
   uint32_t timestampValidBits = 0;
 };
 
+/// Pipelines a device's PipelineCache keeps by default: a decode step of tinyllama-1.1b runs 6
+/// distinct fused kernels (llama-7b the same kinds at other shapes), the first tokens' plans a few
+/// more, so 256 leaves room for several models or shapes per device (a decode never evicts) while
+/// bounding what a stream of distinct eps or freq_base values holds (lavapipe: 0.6 to 1.3 MB of
+/// heap a pipeline).
+inline constexpr size_t kDefaultPipelineCacheCapacity = 256;
+
 struct VulkanDeviceOptions {
   /// Enables VK_LAYER_KHRONOS_validation with a debug messenger that counts its messages (also
   /// turned on by SINTER_VK_VALIDATION=1). Fails with FailedPrecondition when the layer is absent.
@@ -100,6 +107,9 @@ struct VulkanDeviceOptions {
   bool timestamps = false;
   /// Folder of the disk pipeline cache; empty: SINTER_CACHE_DIR, and in memory only when unset.
   std::string pipelineCacheDir;
+  /// Pipelines the pipeline cache keeps (least recently used dropped first; pipelines a kernel
+  /// still holds live on). A small one costs recompilations, never results.
+  size_t pipelineCacheCapacity = kDefaultPipelineCacheCapacity;
   /// Capture the driver's statistics of every pipeline (registers, shared memory, spills: what
   /// VK_KHR_pipeline_executable_properties reports) into Pipeline::statistics and print one line
   /// per pipeline to stderr (also set by SINTER_VK_PIPELINE_STATS=1). Needs the extension:

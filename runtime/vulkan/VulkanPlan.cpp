@@ -149,7 +149,7 @@ public:
       regions += 1 + (s.heads ? s.heads->members.size() : 0);
       words = std::max<uint64_t>(words, s.built->kernel.paramWords);
       if (s.heads)
-        for (const VulkanCompiler::Built *b : s.heads->built)
+        for (const std::shared_ptr<const VulkanCompiler::Built> &b : s.heads->built)
           words = std::max<uint64_t>(words, b->kernel.paramWords);
     }
     if (words > 0) {

@@ -2,7 +2,9 @@
 //
 // Each kernel of a program becomes a compute pipeline (built once per KernelSpec key by an
 // injected kernel builder, the SPIR-V code generator in production, hand-written SPIR-V in
-// tests); copies become vkCmdCopyBuffer and uploads staged copies. A run resolves every step
+// tests, and kept in an LRU of kernelCacheCapacity: plans hold the kernels they dispatch, so one
+// dropped from the cache lives until its last plan is gone); copies become vkCmdCopyBuffer and
+// uploads staged copies. A run resolves every step
 // into commands (uploads, dispatches with their descriptor sets and grids, a global memory
 // barrier only before a step that reads what an earlier step wrote, or writes what an earlier
 // step read or wrote, per buffer slot), writes the kernels' integer words into a parameter
@@ -27,6 +29,8 @@
 #include <string>
 #include <vector>
 
+#include <atomic>
+
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
@@ -34,6 +38,7 @@
 #include "runtime/vulkan/PipelineCache.h"
 #include "runtime/vulkan/VulkanDevice.h"
 #include "support/KernelProgram.h"
+#include "support/LruMap.h"
 #include "support/Plan.h"
 
 namespace sinter::runtime::vulkan {
@@ -82,9 +87,12 @@ using VulkanKernelBuilder =
 /// Counters over the life of a compiler and its plans.
 struct VulkanCompilerStats {
   uint64_t plans = 0;
-  uint64_t kernelsBuilt = 0;   ///< distinct kernels built (pipelines made)
-  uint64_t kernelHits = 0;     ///< ops whose kernel was built before
-  uint64_t fusedFallbacks = 0; ///< distinct fused kernels run as their members
+  uint64_t kernelsBuilt = 0;    ///< distinct kernels built (pipelines made)
+  uint64_t kernelHits = 0;      ///< ops whose kernel was built before
+  uint64_t cachedKernels = 0;   ///< kernels in the compiler's cache now (kernelCacheCapacity)
+  uint64_t liveKernels = 0;     ///< kernels alive: in the cache or held by a plan
+  uint64_t kernelEvictions = 0; ///< kernels dropped from the cache to make room
+  uint64_t fusedFallbacks = 0;  ///< distinct fused kernels run as their members
   /// Launches compiled to run on the host (no kernel could be built for them).
   uint64_t hostSteps = 0;
   /// Runs of launches on the host: those compiled so, and dispatches whose buffers were too
@@ -123,11 +131,20 @@ struct VulkanCompilerStats {
 struct VulkanStatsSink {
   mutable absl::Mutex mu;
   VulkanCompilerStats stats ABSL_GUARDED_BY(mu);
+  /// Kernels alive (VulkanCompilerStats::liveKernels): counted down by the last plan that
+  /// lets one go, which may be after the compiler is gone.
+  std::atomic<uint64_t> liveKernels{0};
   VulkanCompilerStats get() const {
     absl::MutexLock lock(&mu);
-    return stats;
+    VulkanCompilerStats s = stats;
+    s.liveKernels = liveKernels;
+    return s;
   }
 };
+
+/// Kernels a VulkanCompiler keeps by default: as many as the device's pipeline cache
+/// (kDefaultPipelineCacheCapacity), whose pipelines they hold.
+inline constexpr size_t kDefaultKernelCacheCapacity = kDefaultPipelineCacheCapacity;
 
 struct VulkanCompilerOptions {
   /// One line on stderr per fused kernel that falls back to its members (once per kernel name).
@@ -155,6 +172,8 @@ struct VulkanCompilerOptions {
   /// (codegen::kAttnStoreScores = 0): dead values, and the normalizing pass on the last head's
   /// critical path. `SINTER_VK_QMATMUL=deadscores=0` stores every layer's.
   bool elideDeadScores = true;
+  /// Kernels (SPIR-V and pipeline) the compiler keeps, least recently used dropped first.
+  size_t kernelCacheCapacity = kDefaultKernelCacheCapacity;
 };
 
 class VulkanCompiler : public PlanCompiler {
@@ -170,24 +189,26 @@ public:
   /// A program from the fusion pipeline.
   absl::StatusOr<std::unique_ptr<Plan>> compileProgram(const KernelProgram &program);
 
+  /// The counters, with cachedKernels and kernelEvictions as of now.
   VulkanCompilerStats stats() const;
   VulkanDevice &device() { return *device_; }
 
-  /// A kernel built for one spec (or the error building it), shared by every plan.
+  /// A kernel built for one spec (or the error building it), shared by the cache and every plan
+  /// that dispatches it.
   struct Built {
     absl::Status status;
     VulkanKernel kernel;
-    const Pipeline *pipeline = nullptr;
+    std::shared_ptr<const Pipeline> pipeline;
   };
   using Shared = VulkanStatsSink;
 
 private:
-  const Built &kernelFor(const codegen::KernelSpec &spec);
+  std::shared_ptr<const Built> kernelFor(const codegen::KernelSpec &spec);
 
   std::shared_ptr<VulkanDevice> device_;
   VulkanKernelBuilder builder_;
   VulkanCompilerOptions options_;
-  absl::flat_hash_map<std::string, std::unique_ptr<Built>> kernels_;
+  LruMap<std::string, std::shared_ptr<const Built>> kernels_;
   absl::flat_hash_map<std::string, bool> loggedFallbacks_;
   std::shared_ptr<Shared> shared_;
 };

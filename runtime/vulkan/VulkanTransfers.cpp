@@ -264,7 +264,7 @@ absl::Status VulkanDevice::dispatchOnce(const KernelBinary &k, absl::Span<const 
                                         std::array<uint32_t, 3> groups) {
   SINTER_RETURN_IF_ERROR(checkDispatch(caps_, k, buffers, pushConstants, groups));
   descriptors_->invalidateIfBuffersDestroyed(memory_->destroyedBlocks());
-  SINTER_ASSIGN_OR_RETURN(const Pipeline *p, pipelines_->get(k));
+  SINTER_ASSIGN_OR_RETURN(std::shared_ptr<const Pipeline> p, pipelines_->get(k));
   SINTER_ASSIGN_OR_RETURN(VkDescriptorSet set, descriptors_->get(*p, buffers));
   SINTER_ASSIGN_OR_RETURN(VkCommandBuffer cmd, beginOneShot());
   vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipeline);

@@ -4,6 +4,7 @@
 #include "codegen/CpuCompiler.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -168,7 +169,7 @@ TEST(CpuCompilerTest, AKernelWritesOnlyItsRange) {
   runReference(op, ref);
   int64_t ints[5] = {rows, cols, 0, 0, 0};
   std::vector<uint8_t *> data = buffers.data();
-  (*fns)[0](data.data(), ints, 3, 7);
+  fns->entries[0](data.data(), ints, 3, 7);
   std::vector<float> out = bytesFloats(buffers.bytes[2]), expected = bytesFloats(ref.bytes[2]);
   for (uint32_t r = 0; r < rows; ++r) {
     if (r >= 3 && r < 7)
@@ -250,6 +251,63 @@ TEST(CpuCompilerTest, KernelsThatFailToCompileRunOnTheReference) {
   all.failCompile = [](const OpCall &) { return true; };
   runtime::LazyBackend allFallback(cpuOptions(all));
   EXPECT_EQ(runSequence(allFallback, 2), runSequence(reference, 2));
+}
+
+// The code of one compile() lives as long as its module: the last owner's release removes it
+// from the JIT (memory and symbols), and the JIT goes on compiling the same kernel again.
+TEST(CpuCompilerTest, AJitModuleIsRemovedWhenItsLastOwnerLetsGo) {
+  auto jit = codegen::CpuJit::create(std::string());
+  ASSERT_TRUE(jit.ok()) << jit.status();
+  codegen::KernelSpec spec = codegen::singleOpSpec(ops::silu(slot(0), slot(1), 8), 0);
+  auto run = [](codegen::KernelFn fn) {
+    std::vector<float> in = {-2, -1, 0, 1, 2, 3, 4, 5}, out(8, 0.0f);
+    uint8_t *buffers[3] = {reinterpret_cast<uint8_t *>(in.data()),
+                           reinterpret_cast<uint8_t *>(out.data()), nullptr};
+    int64_t ints[5] = {8, 0, 0, 0, 0};
+    fn(buffers, ints, 0, 8);
+    return out[4]; // silu(2)
+  };
+  const float silu2 = 2.0f / (1.0f + std::exp(-2.0f));
+  auto first = (*jit)->compile({spec, spec});
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ((*jit)->times().liveModules, 1u);
+  EXPECT_EQ((*jit)->times().liveKernels, 2u);
+  std::shared_ptr<const codegen::CpuJitModule> held = first->code;
+  first->code.reset();
+  EXPECT_EQ((*jit)->times().liveModules, 1u) << "a copy still holds it";
+  EXPECT_NEAR(run(first->entries[1]), silu2, 1e-6);
+  held.reset();
+  codegen::CpuJitTimes times = (*jit)->times();
+  EXPECT_EQ(times.liveModules, 0u);
+  EXPECT_EQ(times.liveKernels, 0u);
+  EXPECT_EQ(times.removedModules, 1u);
+  auto again = (*jit)->compile({spec});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_NEAR(run(again->entries[0]), silu2, 1e-6);
+  EXPECT_EQ((*jit)->times().liveModules, 1u);
+}
+
+// A cache of one kernel: what it drops lives on in the plans that run it, and goes with them.
+TEST(CpuCompilerTest, EvictedKernelsLiveWhileAPlanHoldsThem) {
+  CpuCompilerOptions options;
+  options.kernelCacheCapacity = 1;
+  auto compiler = makeCompiler(options);
+  ASSERT_TRUE(compiler);
+  std::vector<std::unique_ptr<Plan>> plans;
+  for (float eps : {1e-5f, 2e-5f, 3e-5f}) { // eps is baked in: a kernel each
+    OpCall op = ops::rmsNorm(slot(0), slot(1), slot(2), 64, eps);
+    auto plan = compiler->compile(singleOpTrace(op, fittingSizes(op)), {});
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    plans.push_back(std::move(*plan));
+  }
+  codegen::CpuCompilerStats s = compiler->stats();
+  EXPECT_EQ(s.cachedKernels, 1u);
+  EXPECT_EQ(s.evictions, 2u);
+  EXPECT_EQ(s.jit.liveKernels, 3u) << "each plan holds its kernel";
+  plans.clear();
+  s = compiler->stats();
+  EXPECT_EQ(s.jit.liveKernels, 1u) << "only the cached one is left";
+  EXPECT_EQ(s.jit.removedModules, 2u);
 }
 
 TEST(CpuCompilerTest, TheFailureIsAStatusWithTheKernelNamed) {

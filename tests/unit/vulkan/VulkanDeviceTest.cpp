@@ -218,14 +218,14 @@ TEST(VulkanDeviceTest, PipelineStatisticsAreCapturedWhereTheDriverHasThem) {
     GTEST_SKIP() << device->caps().deviceName << " has no VK_KHR_pipeline_executable_properties";
   KernelBinary k = test::loadKernel("add_f32", 3, 4);
   k.name = "add_f32";
-  absl::StatusOr<const Pipeline *> p = device->pipelines().get(k);
+  absl::StatusOr<std::shared_ptr<const Pipeline>> p = device->pipelines().get(k);
   ASSERT_TRUE(p.ok()) << p.status();
   ASSERT_FALSE((*p)->statistics.empty());
   for (const std::string &stat : (*p)->statistics)
     EXPECT_NE(stat.find('='), std::string::npos) << stat;
   // Without the option nothing is captured.
   SINTER_VK_DEVICE_OR_SKIP(plain);
-  absl::StatusOr<const Pipeline *> q = plain->pipelines().get(k);
+  absl::StatusOr<std::shared_ptr<const Pipeline>> q = plain->pipelines().get(k);
   ASSERT_TRUE(q.ok()) << q.status();
   EXPECT_TRUE((*q)->statistics.empty());
   test::expectNoValidationMessages(*device);

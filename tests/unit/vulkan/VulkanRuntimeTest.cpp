@@ -201,7 +201,7 @@ TEST(DescriptorCacheTest, DistinctBindingsStayBounded) {
   KernelBinary k = test::loadKernel("add_f32", 3, 4);
   auto pipeline = device->pipelines().get(k);
   ASSERT_TRUE(pipeline.ok()) << pipeline.status();
-  const Pipeline *p = *pipeline;
+  const Pipeline *p = pipeline->get();
   DescriptorCache cache(device->device(), /*setsPerPool=*/8, /*maxSets=*/20);
   auto big = device->createBuffer(1 << 16);
   ASSERT_TRUE(big.ok());
@@ -269,6 +269,92 @@ TEST(PipelineCacheTest, CompilesOncePerKernelAndSavesToDisk) {
     test::expectNoValidationMessages(*device);
   }
   std::filesystem::remove_all(dir);
+}
+
+// A cache of one pipeline: the one it drops lives while held, and when the last holder lets go
+// its Vulkan objects are destroyed and its descriptor sets forgotten (reclaimed by a reset).
+TEST(PipelineCacheTest, AnEvictedPipelineLivesWhileHeldThenItsSetsAreForgotten) {
+  VulkanDeviceOptions options;
+  options.pipelineCacheCapacity = 1;
+  SINTER_VK_DEVICE_OR_SKIP(device, options);
+  KernelBinary add = test::loadKernel("add_f32", 3, 4), mul = test::loadKernel("mul_f32", 3, 4);
+  const uint32_t n = 64;
+  std::vector<BufferRef> bufs;
+  for (int i = 0; i < 3; ++i) {
+    auto b = device->createBuffer(n * 4);
+    ASSERT_TRUE(b.ok());
+    std::vector<float> v(n, float(i + 2));
+    ASSERT_TRUE(device->write(*b, asBytes(v)).ok());
+    bufs.push_back(*b);
+  }
+  auto held = device->pipelines().get(add);
+  ASSERT_TRUE(held.ok()) << held.status();
+  ASSERT_TRUE(device->dispatchOnce(add, bufs, bytesOf(n), {1, 1, 1}).ok());
+  EXPECT_EQ(device->descriptors().stats().liveSets, 1u);
+  auto other = device->pipelines().get(mul); // drops add's pipeline from the cache
+  ASSERT_TRUE(other.ok()) << other.status();
+  PipelineCacheStats s = device->pipelines().stats();
+  EXPECT_EQ(s.cached, 1u);
+  EXPECT_EQ(s.evictions, 1u);
+  EXPECT_EQ(s.live, 2u) << "add's pipeline is still held";
+  EXPECT_NE((*held)->pipeline, VkPipeline(VK_NULL_HANDLE));
+  held->reset();
+  s = device->pipelines().stats();
+  EXPECT_EQ(s.live, 1u);
+  DescriptorStats d = device->descriptors().stats();
+  EXPECT_EQ(d.liveSets, 0u);
+  EXPECT_EQ(d.deadSets, 1u);
+  // Built again on the next use, and still right.
+  ASSERT_TRUE(device->dispatchOnce(add, bufs, bytesOf(n), {1, 1, 1}).ok());
+  EXPECT_EQ(device->pipelines().stats().compiled, 3u);
+  std::vector<float> y(n);
+  ASSERT_TRUE(device->read(bufs[2], asWritableBytes(y)).ok());
+  EXPECT_EQ(y[0], 2.0f + 3.0f);
+  other->reset();
+  test::expectNoValidationMessages(*device);
+}
+
+// The driver's own cache learns of every pipeline built through it: after 4 x capacity of them
+// it is replaced by an empty one, and pipelines build as before.
+TEST(PipelineCacheTest, TheDriverCacheIsReplacedAfterFourTimesTheCapacity) {
+  VulkanDeviceOptions options;
+  options.pipelineCacheCapacity = 1;
+  SINTER_VK_DEVICE_OR_SKIP(device, options);
+  KernelBinary add = test::loadKernel("add_f32", 3, 4), mul = test::loadKernel("mul_f32", 3, 4);
+  for (int i = 0; i < 9; ++i) // each drops the other: nine builds
+    ASSERT_TRUE(device->pipelines().get(i % 2 ? mul : add).ok());
+  PipelineCacheStats s = device->pipelines().stats();
+  EXPECT_EQ(s.compiled, 9u);
+  EXPECT_EQ(s.driverCacheResets, 2u); // before the 5th and the 9th
+  EXPECT_EQ(s.live, 1u);
+  test::expectNoValidationMessages(*device);
+}
+
+// Forgotten sets pile up to kDeadSetsBeforeReset (or the live sets' count), then a trim resets
+// the pools: bounded whatever the number of pipelines.
+TEST(DescriptorCacheTest, TheSetsOfDestroyedPipelinesAreReclaimed) {
+  SINTER_VK_DEVICE_OR_SKIP(device);
+  KernelBinary k = test::loadKernel("add_f32", 3, 4);
+  auto pipeline = device->pipelines().get(k);
+  ASSERT_TRUE(pipeline.ok()) << pipeline.status();
+  DescriptorCache cache(device->device(), /*setsPerPool=*/16, /*maxSets=*/1000);
+  auto big = device->createBuffer(1 << 16);
+  ASSERT_TRUE(big.ok());
+  // Pipeline ids that come and go: the one real layout with a new id each time.
+  Pipeline p = **pipeline;
+  const uint64_t limit = DescriptorCache::kDeadSetsBeforeReset;
+  for (uint64_t id = 1000; id < 1000 + 5 * limit; ++id) {
+    p.id = id;
+    BufferRef refs[] = {*big, *big, *big};
+    ASSERT_TRUE(cache.get(p, refs).ok());
+    cache.forgetPipeline(id);
+    EXPECT_EQ(cache.stats().liveSets, 0u);
+    cache.trim();
+    ASSERT_LT(cache.stats().deadSets, limit);
+  }
+  EXPECT_EQ(cache.stats().resets, 5u);
+  EXPECT_LE(cache.stats().pools, limit / 16) << "the pools are reused after each reset";
+  test::expectNoValidationMessages(*device);
 }
 
 } // namespace

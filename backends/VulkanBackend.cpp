@@ -71,6 +71,7 @@ VulkanKernelBuilder spirvCodegenBuilder(const DeviceCaps &caps, bool paramsInBuf
   target.storage16 = caps.storageBuffer16BitAccess;
   target.float16 = caps.shaderFloat16;
   target.intDot = caps.integerDotProduct;
+  target.denormPreserve = caps.shaderDenormPreserveFloat32;
   target.maxSharedMemoryBytes = caps.maxComputeSharedMemorySize;
   // SINTER_PRECISE=1 keeps activations in f32, as on the CPU.
   if (const char *precise = std::getenv("SINTER_PRECISE"); precise && std::string(precise) == "1")

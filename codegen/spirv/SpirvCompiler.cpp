@@ -10,6 +10,8 @@
 #include "codegen/spirv/SpirvCompiler.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "codegen/Dequant.h"
@@ -533,6 +535,45 @@ void decorateCoherent(std::vector<uint32_t> &words, uint64_t bindings) {
   words = std::move(out);
 }
 
+// Adds SPV_KHR_float_controls' DenormPreserve for 32-bit floats to every entry point: f32
+// subnormals are kept as operands and results instead of the driver's default (NVIDIA's flushes
+// them). MLIR 19 serializes no float-controls execution modes, so the words are added here: the
+// capability after the last OpCapability, the extension after it (extensions follow the
+// capabilities), the execution mode before the first OpExecutionMode.
+void addDenormPreserve(std::vector<uint32_t> &words) {
+  constexpr uint32_t kOpExtension = 10, kOpEntryPoint = 15, kOpExecutionMode = 16,
+                     kOpCapability = 17, kHeaderWords = 5;
+  constexpr uint32_t kDenormPreserveCapability = 4464, kDenormPreserveMode = 4459;
+  std::vector<uint32_t> entries;
+  size_t lastCapability = 0, firstMode = 0;
+  for (size_t i = kHeaderWords; i < words.size();) {
+    uint32_t count = words[i] >> 16, opcode = words[i] & 0xffff;
+    if (count == 0 || i + count > words.size())
+      return; // malformed: leave it to the validator
+    if (opcode == kOpCapability)
+      lastCapability = i + count;
+    if (opcode == kOpEntryPoint && count > 2)
+      entries.push_back(words[i + 2]);
+    if (opcode == kOpExecutionMode && !firstMode)
+      firstMode = i;
+    i += count;
+  }
+  if (!lastCapability || !firstMode || entries.empty())
+    return;
+  std::vector<uint32_t> modes;
+  for (uint32_t id : entries)
+    modes.insert(modes.end(), {(4u << 16) | kOpExecutionMode, id, kDenormPreserveMode, 32});
+  std::vector<uint32_t> head = {(2u << 16) | kOpCapability, kDenormPreserveCapability};
+  const char name[] = "SPV_KHR_float_controls";
+  std::vector<uint32_t> text((sizeof(name) + 3) / 4, 0);
+  std::memcpy(text.data(), name, sizeof(name));
+  head.push_back(static_cast<uint32_t>((1 + text.size()) << 16) | kOpExtension);
+  head.insert(head.end(), text.begin(), text.end());
+  words.insert(words.begin() + static_cast<std::ptrdiff_t>(firstMode), modes.begin(), modes.end());
+  words.insert(words.begin() + static_cast<std::ptrdiff_t>(lastCapability), head.begin(),
+               head.end());
+}
+
 // gpu.module -> spirv.module with every op of the body lowered.
 mlir::LogicalResult lowerToSpirv(mlir::ModuleOp module, uint64_t readOnlyBindings) {
   mlir::MLIRContext *ctx = module.getContext();
@@ -692,6 +733,8 @@ absl::StatusOr<SpirvKernel> buildSpirvKernel(const KernelSpec &spec, const Spirv
   kernel.name = name;
   kernel.words.assign(binary.begin(), binary.end());
   decorateCoherent(kernel.words, coherent);
+  if (target.denormPreserve)
+    addDenormPreserve(kernel.words);
   if (absl::Status s = validateSpirv(kernel.words); !s.ok())
     return fail(std::string(s.message()));
   if (target.optimize) {

@@ -28,6 +28,9 @@ struct SpirvTarget {
   bool storage16 = false; ///< storageBuffer16BitAccess (not used yet)
   bool float16 = false;   ///< shaderFloat16 (not used yet: halves are widened with integer ops)
   bool intDot = false;    ///< shaderIntegerDotProduct (quantized_matmul's int8 x, qmatmulIntDot)
+  /// shaderDenormPreserveFloat32: kernels keep f32 subnormals (SPIR-V's DenormPreserve), so a
+  /// device whose default flushes them computes what the reference does.
+  bool denormPreserve = false;
   uint32_t maxWorkgroupInvocations = 1024;
   /// Run spirv-opt's performance passes on the serialized module (validated before and after).
   bool optimize = true;

@@ -41,6 +41,17 @@ absl::Status VulkanDevice::createLogicalDevice(bool pipelineStatistics) {
         return true;
     return false;
   };
+  // Float controls (Vulkan 1.2 core): whether a kernel may ask for f32 subnormals to be kept.
+  bool denormPreserve32 = false;
+  if (api >= VK_API_VERSION_1_2) {
+    auto p12 = vkStruct<VkPhysicalDeviceVulkan12Properties>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_PROPERTIES);
+    auto query =
+        vkStruct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+    query.pNext = &p12;
+    vkGetPhysicalDeviceProperties2(physical_, &query);
+    denormPreserve32 = p12.shaderDenormPreserveFloat32;
+  }
   // NVIDIA's count of streaming multiprocessors (what schedules compare a grid's size with).
   uint32_t smCount = 0;
   if (supports(VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) {
@@ -95,6 +106,7 @@ absl::Status VulkanDevice::createLogicalDevice(bool pipelineStatistics) {
   c.shaderSubgroupExtendedTypes = f12.shaderSubgroupExtendedTypes;
   c.subgroupSizeControl = f13.subgroupSizeControl;
   c.computeFullSubgroups = f13.computeFullSubgroups;
+  c.shaderDenormPreserveFloat32 = denormPreserve32;
   c.integerDotProduct = f13.shaderIntegerDotProduct;
   c.integerDotProduct4x8PackedSignedAccelerated =
       c.integerDotProduct && dot.integerDotProduct4x8BitPackedSignedAccelerated;

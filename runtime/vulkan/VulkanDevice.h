@@ -57,6 +57,9 @@ struct DeviceCaps {
   /// says whether the packed signed 4x8-bit form is hardware accelerated.
   bool integerDotProduct = false;
   bool integerDotProduct4x8PackedSignedAccelerated = false;
+  /// Float controls (a Vulkan 1.2 property): kernels may keep f32 subnormals (SPIR-V's
+  /// DenormPreserve execution mode) instead of the driver's default, which may flush them.
+  bool shaderDenormPreserveFloat32 = false;
   /// Vulkan 1.2/1.3 features the SPIR-V may rely on (enabled when supported).
   bool scalarBlockLayout = false;
   bool vulkanMemoryModel = false;

@@ -3,6 +3,7 @@
 // bindings, push constants, workgroup size and grid the runtime relies on.
 #include <string>
 
+#include "absl/strings/match.h"
 #include "codegen/KernelSpec.h"
 #include "codegen/spirv/SpirvCompiler.h"
 #include "sinter/DType.h"
@@ -292,6 +293,26 @@ TEST(SpirvCompilerTest, DisassemblyNamesTheEntryPointAndPushConstants) {
   EXPECT_THAT(*text, HasSubstr("OpEntryPoint GLCompute"));
   EXPECT_THAT(*text, HasSubstr("PushConstant"));
   EXPECT_THAT(*text, HasSubstr("LocalSize 64 1 1"));
+}
+
+// Where the device can keep f32 subnormals (shaderDenormPreserveFloat32), every kernel asks for
+// it; elsewhere the module declares nothing of float controls.
+TEST(SpirvCompilerTest, KernelsKeepSubnormalsWhereTheDeviceCan) {
+  SpirvTarget t = target();
+  for (bool preserve : {false, true}) {
+    t.denormPreserve = preserve;
+    for (const OpCall &op : {ops::add(h(1), h(2), h(3), 100),
+                             ops::rmsNorm(h(1), h(2), h(3), 256, 1e-5f)}) {
+      absl::StatusOr<SpirvKernel> k = buildSpirvKernel(singleOpSpec(op, 0), t);
+      ASSERT_TRUE(k.ok()) << k.status();
+      absl::StatusOr<std::string> text = disassembleSpirv(k->words);
+      ASSERT_TRUE(text.ok()) << text.status();
+      EXPECT_EQ(absl::StrContains(*text, "OpCapability DenormPreserve"), preserve) << *text;
+      EXPECT_EQ(absl::StrContains(*text, "OpExtension \"SPV_KHR_float_controls\""), preserve);
+      EXPECT_EQ(absl::StrContains(*text, "OpExecutionMode %main DenormPreserve 32"), preserve);
+      EXPECT_TRUE(validateSpirv(k->words).ok());
+    }
+  }
 }
 
 TEST(SpirvCompilerTest, GridCoversTheParallelDimension) {

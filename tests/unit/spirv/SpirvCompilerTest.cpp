@@ -301,8 +301,8 @@ TEST(SpirvCompilerTest, KernelsKeepSubnormalsWhereTheDeviceCan) {
   SpirvTarget t = target();
   for (bool preserve : {false, true}) {
     t.denormPreserve = preserve;
-    for (const OpCall &op : {ops::add(h(1), h(2), h(3), 100),
-                             ops::rmsNorm(h(1), h(2), h(3), 256, 1e-5f)}) {
+    for (const OpCall &op :
+         {ops::add(h(1), h(2), h(3), 100), ops::rmsNorm(h(1), h(2), h(3), 256, 1e-5f)}) {
       absl::StatusOr<SpirvKernel> k = buildSpirvKernel(singleOpSpec(op, 0), t);
       ASSERT_TRUE(k.ok()) << k.status();
       absl::StatusOr<std::string> text = disassembleSpirv(k->words);

@@ -213,14 +213,12 @@ impl Backend {
                 &mut raw,
             )
         })?;
-        NonNull::new(raw)
-            .map(|raw| Backend { raw })
-            .ok_or_else(|| {
-                Error::new(
-                    StatusCode::Internal,
-                    "sinter_backend_create_on_device gave NULL",
-                )
-            })
+        NonNull::new(raw).map(|raw| Backend { raw }).ok_or_else(|| {
+            Error::new(
+                StatusCode::Internal,
+                "sinter_backend_create_on_device gave NULL",
+            )
+        })
     }
 
     fn ptr(&self) -> *mut ffi::sinter_backend {

@@ -11,7 +11,10 @@ use sinter::{
 fn the_list_ends_with_the_host_cpu() {
     let devices = list_devices().expect("list_devices");
     for d in &devices {
-        eprintln!("device {}: {} {:?} {:?}", d.index, d.name, d.kind, d.device_type);
+        eprintln!(
+            "device {}: {} {:?} {:?}",
+            d.index, d.name, d.kind, d.device_type
+        );
     }
     let cpu = devices.last().expect("at least the CPU");
     assert_eq!(cpu.kind, BackendKind::Cpu);

@@ -246,11 +246,12 @@ std::string helpText() {
     }
     out.back() = '\n';
   }
-  absl::StrAppend(&out, "\nenvironment: SINTER_BACKEND and SINTER_DISABLE_FUSION as the library "
-                        "reads them (docs/ENVIRONMENT.md);\n--backend and --disable-fusion "
+  absl::StrAppend(&out, "\nenvironment: SINTER_BACKEND and SINTER_DISABLE_FUSION, as the library "
+                        "reads them\n(docs/ENVIRONMENT.md); --backend and --disable-fusion "
                         "override them.\n");
   absl::StrAppend(&out, "\nexamples:\n"
                         "  sinter-run --model ../shared/models/stories260K.bin --steps 40\n"
+                        "  sinter-run --list-devices\n"
                         "  sinter-run --synthetic tinyllama-1.1b --dtype q4_0 --backend reference "
                         "--steps 2\n");
   return out;

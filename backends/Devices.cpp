@@ -112,16 +112,15 @@ absl::StatusOr<Device> findDevice(const std::vector<Device> &devices, absl::stri
     wanted = "llvmpipe";
   for (const Device &d : devices) {
     if (byIndex ? d.index == index
-                : !wanted.empty() &&
-                      ((wanted == "cpu" && d.kind == BackendKind::Cpu) ||
-                       absl::StrContains(absl::AsciiStrToLower(d.name), wanted)))
+                : !wanted.empty() && ((wanted == "cpu" && d.kind == BackendKind::Cpu) ||
+                                      absl::StrContains(absl::AsciiStrToLower(d.name), wanted)))
       return d;
   }
-  return absl::NotFoundError(absl::StrFormat(
-      "no device '%s'; the devices are: %s (an index, 'cpu', or part of a name)", selector,
-      absl::StrJoin(devices, "; ", [](std::string *out, const Device &d) {
-        absl::StrAppend(out, d.index, ": ", d.name);
-      })));
+  return absl::NotFoundError(
+      absl::StrFormat("no device '%s'; the devices are: %s (an index, 'cpu', or part of a name)",
+                      selector, absl::StrJoin(devices, "; ", [](std::string *out, const Device &d) {
+                        absl::StrAppend(out, d.index, ": ", d.name);
+                      })));
 }
 
 std::string describeDevice(const Device &d) {
@@ -130,8 +129,8 @@ std::string describeDevice(const Device &d) {
     return absl::StrFormat("%u: %s: cpu, %u cores, %.1f GiB", d.index, d.name, d.computeUnits, gib);
   std::string units = d.computeUnits ? absl::StrCat(d.computeUnits, " compute units")
                                      : "compute units not reported";
-  return absl::StrFormat("%u: %s: vulkan %s, %.1f GiB, %s", d.index, d.name,
-                         deviceTypeName(d.type), gib, units);
+  return absl::StrFormat("%u: %s: vulkan %s, %.1f GiB, %s", d.index, d.name, deviceTypeName(d.type),
+                         gib, units);
 }
 
 } // namespace sinter

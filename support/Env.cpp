@@ -18,8 +18,8 @@ absl::StatusOr<std::optional<uint64_t>> readEnvInteger(const EnvInteger &variabl
   // Digits only (absl::SimpleAtoi alone would take a sign, "+8", and surrounding spaces).
   absl::string_view digits = absl::StripAsciiWhitespace(text);
   uint64_t value = 0;
-  bool isNumber = !digits.empty() && absl::ascii_isdigit(digits[0]) &&
-                  absl::SimpleAtoi(digits, &value);
+  bool isNumber =
+      !digits.empty() && absl::ascii_isdigit(digits[0]) && absl::SimpleAtoi(digits, &value);
   if (!isNumber || value < variable.min || value > variable.max)
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s is '%s': not an integer in [%d, %d]", variable.name, text, variable.min, variable.max));

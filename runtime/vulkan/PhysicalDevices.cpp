@@ -45,7 +45,8 @@ bool hasExtension(VkPhysicalDevice device, const char *name) {
 uint32_t computeUnits(VkPhysicalDevice device, uint32_t apiVersion) {
   if (apiVersion < VK_API_VERSION_1_1)
     return 0;
-  auto query = vkStruct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+  auto query =
+      vkStruct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
   if (hasExtension(device, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) {
     auto sm = vkStruct<VkPhysicalDeviceShaderSMBuiltinsPropertiesNV>(
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV);

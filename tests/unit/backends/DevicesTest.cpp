@@ -4,7 +4,6 @@
 // A device is chosen by index or name; with kind auto it decides the kind; a kind that cannot
 // run on the device, or a device that names nothing, is an error listing the devices.
 #include <cstdio>
-#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -51,8 +50,8 @@ TEST(DevicesTest, FindDeviceTakesAnIndexCpuOrPartOfAName) {
   std::vector<Device> all = devices();
   ASSERT_FALSE(all.empty());
   const Device &cpu = all.back();
-  for (const std::string &selector : {std::to_string(cpu.index), std::string("cpu"),
-                                      std::string("CPU"), cpu.name}) {
+  for (const std::string &selector :
+       {std::to_string(cpu.index), std::string("cpu"), std::string("CPU"), cpu.name}) {
     absl::StatusOr<Device> found = findDevice(all, selector);
     ASSERT_TRUE(found.ok()) << selector << ": " << found.status();
     EXPECT_EQ(found->index, cpu.index) << selector;

@@ -13,9 +13,9 @@
 namespace sinter {
 namespace {
 
+using test::ScopedEnv;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
-using test::ScopedEnv;
 
 constexpr EnvInteger kVar{"TEST_SINTER_ENV_VALUE", 1, 100};
 
@@ -38,7 +38,8 @@ TEST(EnvTest, IntegersInRangeAreTaken) {
 }
 
 TEST(EnvTest, AnythingElseIsAnErrorNamingTheVariable) {
-  for (const char *text : {"0", "101", "-1", "+5", "abc", "5x", "1.5", "1e2", "99999999999999999999"}) {
+  for (const char *text :
+       {"0", "101", "-1", "+5", "abc", "5x", "1.5", "1e2", "99999999999999999999"}) {
     ScopedEnv env(kVar.name, text);
     absl::StatusOr<std::optional<uint64_t>> got = readEnvInteger(kVar);
     EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument) << text;

@@ -20,6 +20,7 @@
 #include "absl/types/span.h"
 #include "sinter/ComputeBackend.h"
 #include "sinter/DType.h"
+#include "sinter/Devices.h"
 #include "sinter/Factory.h"
 
 #ifndef SINTER_VERSION_STRING
@@ -62,6 +63,13 @@ static_assert(SINTER_DEVICE_CPU == static_cast<int>(sinter::BackendKind::Cpu));
 static_assert(SINTER_DEVICE_VULKAN == static_cast<int>(sinter::BackendKind::Vulkan));
 static_assert(SINTER_DEVICE_CUDA == static_cast<int>(sinter::BackendKind::Cuda));
 static_assert(SINTER_DEVICE_METAL == static_cast<int>(sinter::BackendKind::Metal));
+static_assert(SINTER_DEVICE_TYPE_CPU == static_cast<int>(sinter::DeviceType::Cpu));
+static_assert(SINTER_DEVICE_TYPE_DISCRETE_GPU == static_cast<int>(sinter::DeviceType::DiscreteGpu));
+static_assert(SINTER_DEVICE_TYPE_INTEGRATED_GPU ==
+              static_cast<int>(sinter::DeviceType::IntegratedGpu));
+static_assert(SINTER_DEVICE_TYPE_VIRTUAL_GPU == static_cast<int>(sinter::DeviceType::VirtualGpu));
+static_assert(SINTER_DEVICE_TYPE_SOFTWARE == static_cast<int>(sinter::DeviceType::Software));
+static_assert(SINTER_DEVICE_TYPE_OTHER == static_cast<int>(sinter::DeviceType::Other));
 
 #define SINTER_CHECK_DTYPE(name)                                                                   \
   static_assert(SINTER_DTYPE_##name == static_cast<int>(sinter::DType::name), #name);
@@ -216,14 +224,63 @@ sinter_status sinter_backend_create(const char *kind, sinter_backend **out) noex
 sinter_status sinter_backend_create_ex(const char *kind, int32_t fusion,
                                        const char *disabled_fusions, uint64_t memory_limit_bytes,
                                        sinter_backend **out) noexcept {
+  return sinter_backend_create_on_device(kind, nullptr, fusion, disabled_fusions,
+                                         memory_limit_bytes, out);
+}
+
+sinter_status sinter_backend_create_on_device(const char *kind, const char *device, int32_t fusion,
+                                              const char *disabled_fusions,
+                                              uint64_t memory_limit_bytes,
+                                              sinter_backend **out) noexcept {
   sinter::BackendOptions options;
   options.fusion = fusion != 0;
   options.memoryLimitBytes = memory_limit_bytes;
+  if (device)
+    options.device = device;
   if (disabled_fusions) {
     for (absl::string_view name : absl::StrSplit(disabled_fusions, ',', absl::SkipWhitespace()))
       options.disabledFusions.emplace_back(absl::StripAsciiWhitespace(name));
   }
-  return create("sinter_backend_create_ex", kind, std::move(options), out);
+  return create(device ? "sinter_backend_create_on_device" : "sinter_backend_create_ex", kind,
+                std::move(options), out);
+}
+
+sinter_status sinter_device_count(uint32_t *count) noexcept {
+  if (!count)
+    return failNull(nullptr, "sinter_device_count", "count");
+  *count = 0;
+  absl::StatusOr<std::vector<sinter::Device>> devices = sinter::listDevices();
+  if (!devices.ok())
+    return fail(nullptr, devices.status());
+  *count = static_cast<uint32_t>(devices->size());
+  return SINTER_OK;
+}
+
+sinter_status sinter_device_get(uint32_t position, uint32_t *index, char *name_buf, size_t name_cap,
+                                size_t *name_len, uint32_t *kind, uint32_t *type,
+                                uint64_t *memory_bytes, uint32_t *compute_units) noexcept {
+  if (!name_buf && name_cap != 0)
+    return failNull(nullptr, "sinter_device_get", "name_buf (with name_cap > 0)");
+  absl::StatusOr<std::vector<sinter::Device>> devices = sinter::listDevices();
+  if (!devices.ok())
+    return fail(nullptr, devices.status());
+  if (position >= devices->size())
+    return fail(nullptr, absl::OutOfRangeError(absl::StrFormat(
+                             "sinter_device_get: position %u, but there are %u devices", position,
+                             devices->size())));
+  const sinter::Device &d = (*devices)[position];
+  copyString(d.name, name_buf, name_cap, name_len);
+  if (index)
+    *index = d.index;
+  if (kind)
+    *kind = static_cast<uint32_t>(d.kind);
+  if (type)
+    *type = static_cast<uint32_t>(d.type);
+  if (memory_bytes)
+    *memory_bytes = d.memoryBytes;
+  if (compute_units)
+    *compute_units = d.computeUnits;
+  return SINTER_OK;
 }
 
 void sinter_backend_destroy(sinter_backend *backend) noexcept { delete backend; }

@@ -9,7 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "backends/EagerBackend.h"
 #include "passes/FusionCompiler.h"
@@ -52,6 +54,25 @@ bool turnedOffByEnv(absl::string_view name) {
     if (key == name && value == "0")
       return true;
   return false;
+}
+
+// The SINTER_VK_QMATMUL items that take a number (spirvCodegenBuilder reads them).
+constexpr const char *kNumericOverrides[] = {"rows",      "wg",        "step",   "unroll",
+                                             "dotunroll", "words",     "groups", "wgrows",
+                                             "attnwg",    "attnsplit", "cus"};
+
+// A numeric item whose value is not a non-negative 32-bit integer is an error naming the
+// variable, not a silently kept default.
+absl::Status checkQmatmulOverrides() {
+  for (const auto &[key, value] : qmatmulOverrides()) {
+    uint32_t v = 0;
+    for (const char *numeric : kNumericOverrides)
+      if (key == numeric &&
+          (value.empty() || !absl::ascii_isdigit(value[0]) || !absl::SimpleAtoi(value, &v)))
+        return absl::InvalidArgumentError(absl::StrCat("SINTER_VK_QMATMUL: ", key, "='", value,
+                                                       "' is not a non-negative integer"));
+  }
+  return absl::OkStatus();
 }
 } // namespace
 
@@ -167,6 +188,7 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> createVulkanBackend(const Backen
   if (!vulkan.builder && !haveSpirvCodegen())
     return absl::UnimplementedError(
         "backend 'vulkan' is not built yet: the SPIR-V code generator is not in this build");
+  SINTER_RETURN_IF_ERROR(checkQmatmulOverrides());
   std::shared_ptr<runtime::vulkan::VulkanDevice> device = vulkan.device;
   if (!device) {
     SINTER_ASSIGN_OR_RETURN(std::unique_ptr<runtime::vulkan::VulkanDevice> made,

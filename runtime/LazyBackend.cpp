@@ -18,6 +18,7 @@
 #include "runtime/FaultInjection.h"
 #include "runtime/PlanInterpreter.h"
 #include "sinter/Status.h"
+#include "support/Env.h"
 
 namespace sinter::runtime {
 namespace {
@@ -25,15 +26,11 @@ namespace {
 LazyBackendOptions withEnvironment(LazyBackendOptions options) {
   if (const char *s = std::getenv("SINTER_STATS"); s && std::string_view(s) != "0" && *s)
     options.printStats = true;
-  size_t limit;
-  if (const char *s = std::getenv("SINTER_MAX_TRACE"); s && absl::SimpleAtoi(s, &limit) && limit)
-    options.maxTraceEntries = limit;
-  size_t overlap;
-  if (const char *s = std::getenv("SINTER_OVERLAP"); s && absl::SimpleAtoi(s, &overlap))
-    options.overlapCalls = overlap;
-  if (const char *s = std::getenv("SINTER_OVERLAP_GROWTH");
-      s && absl::SimpleAtoi(s, &overlap) && overlap)
-    options.overlapGrowth = overlap;
+  // The factory rejects bad values first (checkLibraryEnvironment); a backend built without it
+  // keeps its option and says so.
+  options.maxTraceEntries = envIntegerOr(kEnvMaxTrace, options.maxTraceEntries);
+  options.overlapCalls = envIntegerOr(kEnvOverlap, options.overlapCalls);
+  options.overlapGrowth = envIntegerOr(kEnvOverlapGrowth, options.overlapGrowth);
   if (!options.compiler)
     options.compiler = std::make_unique<InterpreterCompiler>();
   if (!options.store)

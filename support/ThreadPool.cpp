@@ -10,6 +10,8 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "support/Env.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
@@ -51,12 +53,10 @@ ThreadPool::~ThreadPool() {
 }
 
 unsigned ThreadPool::defaultSize() {
-  if (const char *env = std::getenv("SINTER_THREADS")) {
-    long v = std::strtol(env, nullptr, 10);
-    if (v > 0)
-      return static_cast<unsigned>(std::min(v, 1024L));
-  }
-  return std::max(1u, std::thread::hardware_concurrency());
+  // The factory rejects a bad SINTER_THREADS first (checkLibraryEnvironment); a pool used
+  // without it keeps the hardware's count and says so.
+  return static_cast<unsigned>(
+      envIntegerOr(kEnvThreads, std::max(1u, std::thread::hardware_concurrency())));
 }
 
 ThreadPool &ThreadPool::shared() {

@@ -1,7 +1,8 @@
 /* consumer.c - a C program on the installed C ABI: create a backend, add two vectors, check.
  *
- * Usage: consumer_c [KIND] (default: the environment's SINTER_BACKEND, else "reference").
- * Prints what it did and exits 0 when the sum and the error path are right, 1 otherwise. */
+ * Usage: consumer_c [KIND] (default: the environment's SINTER_BACKEND, else "auto": vulkan on a
+ * GPU, else cpu). Lists the devices, then prints what it did; exits 0 when the sum and the error
+ * path are right, 1 otherwise. */
 #include <stdio.h>
 #include <string.h>
 
@@ -21,12 +22,23 @@ int main(int argc, char **argv) {
   sinter_buffer ha = 0, hb = 0;
   sinter_status s;
   char name[64];
+  uint32_t count = 0, position, index, type;
+  uint64_t memory;
   int i;
 
   if (sinter_abi_version() != SINTER_ABI_VERSION) {
     fprintf(stderr, "consumer_c: library ABI %u, header ABI %d\n", (unsigned)sinter_abi_version(),
             SINTER_ABI_VERSION);
     return 1;
+  }
+  if ((s = sinter_device_count(&count)) != SINTER_OK)
+    return fail("sinter_device_count", s);
+  for (position = 0; position < count; ++position) {
+    if ((s = sinter_device_get(position, &index, name, sizeof name, NULL, NULL, &type, &memory,
+                               NULL)) != SINTER_OK)
+      return fail("sinter_device_get", s);
+    printf("consumer_c: device %u: %s (type %u, %.1f GiB)\n", (unsigned)index, name, (unsigned)type,
+           (double)memory / (1024.0 * 1024.0 * 1024.0));
   }
   if ((s = sinter_backend_create(kind, &backend)) != SINTER_OK)
     return fail("sinter_backend_create", s);

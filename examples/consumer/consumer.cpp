@@ -1,13 +1,15 @@
 // consumer.cpp - a C++ program on the installed C++ API: createBackend, one matmul, a check.
 //
 // Usage: consumer_cpp [KIND] (default: createBackendFromEnvironment, i.e. SINTER_BACKEND, else
-// "reference"). Exits 0 when the product and the error path are right, 1 otherwise.
+// "auto": vulkan on a GPU, else cpu). Lists the devices first. Exits 0 when the product and the
+// error path are right, 1 otherwise.
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <vector>
 
 #include "sinter/ComputeBackend.h"
+#include "sinter/Devices.h"
 #include "sinter/Factory.h"
 
 namespace {
@@ -24,6 +26,11 @@ absl::Span<const uint8_t> bytesOf(const std::vector<float> &v) {
 } // namespace
 
 int main(int argc, char **argv) {
+  absl::StatusOr<std::vector<sinter::Device>> devices = sinter::listDevices();
+  if (!devices.ok())
+    return fail("listDevices", devices.status());
+  for (const sinter::Device &d : *devices)
+    std::printf("consumer_cpp: device %s\n", sinter::describeDevice(d).c_str());
   sinter::BackendOptions options;
   if (argc > 1)
     options.kind = argv[1];

@@ -30,7 +30,8 @@ extern "C" {
 /* ---- Versions --------------------------------------------------------------------------- */
 
 /// Bumped whenever a signature or a documented behaviour of this header changes incompatibly.
-#define SINTER_ABI_VERSION 1
+/// 2: the default kind is "auto" (was "reference"); device listing and choice added.
+#define SINTER_ABI_VERSION 2
 
 /// The library version, "MAJOR.MINOR.PATCH" (e.g. "0.1.0"); a static string, never NULL.
 SINTER_API const char *sinter_version(void) SINTER_NOEXCEPT;
@@ -90,11 +91,13 @@ typedef uint64_t sinter_buffer;
 #define SINTER_DEVICE_CUDA 2
 #define SINTER_DEVICE_METAL 3
 
-/// Builds a backend of `kind`: "reference", "cpu", "vulkan" or "lazy". NULL or "" takes the kind
-/// from the environment (SINTER_BACKEND, default "reference") and applies SINTER_DISABLE_FUSION;
-/// an explicit kind ignores the environment. On success *out is the new backend (release it with
-/// sinter_backend_destroy); on failure *out is NULL. INVALID_ARGUMENT for an unknown kind, an
-/// unusable environment variable or out == NULL; UNIMPLEMENTED for a kind this build lacks.
+/// Builds a backend of `kind`: "auto" (vulkan on a GPU, else cpu; a Vulkan implementation on the
+/// CPU such as lavapipe does not count), "reference", "cpu", "vulkan" or "lazy". NULL or "" takes
+/// the kind from the environment (SINTER_BACKEND, default "auto") and applies
+/// SINTER_DISABLE_FUSION; an explicit kind ignores the environment. On success *out is the new
+/// backend (release it with sinter_backend_destroy); on failure *out is NULL. INVALID_ARGUMENT for
+/// an unknown kind, an unusable environment variable (SINTER_BACKEND, SINTER_THREADS not a number,
+/// ...) or out == NULL; UNIMPLEMENTED for a kind this build lacks.
 SINTER_API sinter_status sinter_backend_create(const char *kind,
                                                sinter_backend **out) SINTER_NOEXCEPT;
 
@@ -108,6 +111,18 @@ SINTER_API sinter_status sinter_backend_create_ex(const char *kind, int32_t fusi
                                                   uint64_t memory_limit_bytes,
                                                   sinter_backend **out) SINTER_NOEXCEPT;
 
+/// sinter_backend_create_ex on a chosen device: `device` is an index from sinter_device_get,
+/// "cpu", or a case-insensitive part of a device's name ("lavapipe" also names Mesa's llvmpipe);
+/// NULL or "" lets the kind choose (vulkan: SINTER_VK_DEVICE, else the best device). With kind
+/// "auto" a Vulkan device means the vulkan kind and the CPU the cpu kind; another kind must run
+/// on the device (INVALID_ARGUMENT otherwise). NOT_FOUND, listing the devices, for a device that
+/// names none.
+SINTER_API sinter_status sinter_backend_create_on_device(const char *kind, const char *device,
+                                                         int32_t fusion,
+                                                         const char *disabled_fusions,
+                                                         uint64_t memory_limit_bytes,
+                                                         sinter_backend **out) SINTER_NOEXCEPT;
+
 /// Releases the backend and every buffer it still holds, after recorded work has finished or
 /// been dropped. NULL is ignored. No other call may use `backend` during or after this call.
 SINTER_API void sinter_backend_destroy(sinter_backend *backend) SINTER_NOEXCEPT;
@@ -117,6 +132,32 @@ SINTER_API void sinter_backend_destroy(sinter_backend *backend) SINTER_NOEXCEPT;
 /// the full message length without the NUL (0 when no call has failed on it or backend is NULL).
 SINTER_API size_t sinter_backend_last_error(const sinter_backend *backend, char *buf,
                                             size_t cap) SINTER_NOEXCEPT;
+
+/* ---- Devices ---------------------------------------------------------------------------- */
+
+/// Values of the `type` reported by sinter_device_get.
+#define SINTER_DEVICE_TYPE_CPU 0            /* the host CPU: reference, lazy, cpu kinds */
+#define SINTER_DEVICE_TYPE_DISCRETE_GPU 1   /* Vulkan */
+#define SINTER_DEVICE_TYPE_INTEGRATED_GPU 2 /* Vulkan */
+#define SINTER_DEVICE_TYPE_VIRTUAL_GPU 3    /* Vulkan */
+#define SINTER_DEVICE_TYPE_SOFTWARE 4       /* a Vulkan implementation on the CPU (lavapipe) */
+#define SINTER_DEVICE_TYPE_OTHER 5          /* Vulkan */
+
+/// The number of devices Sinter can run on into *count (at least 1: the host CPU): the Vulkan
+/// devices, then the CPU. INVALID_ARGUMENT when count is NULL.
+SINTER_API sinter_status sinter_device_count(uint32_t *count) SINTER_NOEXCEPT;
+
+/// The device at `position` (0 .. count-1) of that list: its `index` (what
+/// sinter_backend_create_on_device takes; a Vulkan device's is its Vulkan index, the
+/// SINTER_VK_DEVICE number), its name (into name_buf, snprintf-style as for sinter_name below),
+/// `kind` (SINTER_DEVICE_CPU or SINTER_DEVICE_VULKAN), `type` (SINTER_DEVICE_TYPE_*), memory in
+/// bytes and compute units (CPU: hardware threads; Vulkan: where the driver reports them, else
+/// 0). Each output pointer may be NULL when not wanted. OUT_OF_RANGE for a position past the
+/// end.
+SINTER_API sinter_status sinter_device_get(uint32_t position, uint32_t *index, char *name_buf,
+                                           size_t name_cap, size_t *name_len, uint32_t *kind,
+                                           uint32_t *type, uint64_t *memory_bytes,
+                                           uint32_t *compute_units) SINTER_NOEXCEPT;
 
 /* ---- The 19 operations ------------------------------------------------------------------
  * Shared rules: `backend` NULL is INVALID_ARGUMENT. Element counts and element offsets (size, m,

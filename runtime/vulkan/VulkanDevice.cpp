@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runtime/vulkan/DescriptorCache.h"
+#include "runtime/vulkan/PhysicalDevices.h"
 #include "runtime/vulkan/PipelineCache.h"
 #include "runtime/vulkan/StagingRing.h"
 #include "runtime/vulkan/VkStatus.h"
@@ -60,11 +61,8 @@ absl::Status VulkanDevice::init(const VulkanDeviceOptions &options) {
       return absl::InvalidArgumentError(
           absl::StrCat("vulkan: SINTER_VK_WAIT is '", env, "'; use spin, block or auto"));
   }
-  std::string selector = options.deviceSelector;
-  if (selector.empty()) {
-    if (const char *env = std::getenv("SINTER_VK_DEVICE"))
-      selector = env;
-  }
+  selectorSource_ = options.deviceSelector.empty() ? "SINTER_VK_DEVICE" : "device";
+  const std::string selector = deviceSelectorOrEnvironment(options.deviceSelector);
   SINTER_RETURN_IF_ERROR(createInstance(
       validation_,
       validation_ && (options.syncValidation || envIsOne("SINTER_VK_SYNC_VALIDATION"))));
@@ -195,25 +193,6 @@ ValidationLog VulkanDevice::validationLog() const {
   return log_;
 }
 
-// The loader unloads the drivers when a process's last instance is destroyed and loads them again
-// for the next one. NVIDIA's driver does not survive many such cycles: on an H200 (driver 580)
-// vkCreateInstance failed with VK_ERROR_INCOMPATIBLE_DRIVER after a few dozen backends had been
-// created and destroyed one after another (the conformance table makes one per case). One bare
-// instance, made before the first device and kept for the life of the process, keeps the drivers
-// loaded; it holds no device and no memory.
-static void keepDriversLoaded() {
-  static const bool kept = [] {
-    auto app = vkStruct<VkApplicationInfo>(VK_STRUCTURE_TYPE_APPLICATION_INFO);
-    app.pApplicationName = "sinter-driver-pin";
-    app.apiVersion = VK_API_VERSION_1_1;
-    auto info = vkStruct<VkInstanceCreateInfo>(VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO);
-    info.pApplicationInfo = &app;
-    VkInstance pin = VK_NULL_HANDLE; // never destroyed, on purpose
-    return vkCreateInstance(&info, nullptr, &pin) == VK_SUCCESS;
-  }();
-  (void)kept;
-}
-
 absl::Status VulkanDevice::createInstance(bool validation, bool syncValidation) {
   keepDriversLoaded();
   uint32_t loaderVersion = VK_API_VERSION_1_1;
@@ -284,89 +263,20 @@ absl::Status VulkanDevice::createInstance(bool validation, bool syncValidation) 
                   "vulkan: vkCreateDebugUtilsMessengerEXT");
 }
 
-static int deviceScore(VkPhysicalDeviceType kind) {
-  switch (kind) {
-  case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
-    return 4;
-  case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
-    return 3;
-  case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
-    return 2;
-  case VK_PHYSICAL_DEVICE_TYPE_CPU:
-    return 1;
-  default:
-    return 0;
-  }
-}
-
-static bool computeQueueFamily(VkPhysicalDevice dev, uint32_t *family, uint32_t *timestampBits) {
-  uint32_t n = 0;
-  vkGetPhysicalDeviceQueueFamilyProperties(dev, &n, nullptr);
-  std::vector<VkQueueFamilyProperties> families(n);
-  vkGetPhysicalDeviceQueueFamilyProperties(dev, &n, families.data());
-  for (uint32_t i = 0; i < n; ++i) {
-    if (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
-      *family = i;
-      *timestampBits = families[i].timestampValidBits;
-      return true;
-    }
-  }
-  return false;
-}
-
 absl::Status VulkanDevice::pickPhysicalDevice(const std::string &selector) {
   uint32_t n = 0;
   SINTER_RETURN_IF_ERROR(
       vkStatus(vkEnumeratePhysicalDevices(instance_, &n, nullptr), "vkEnumeratePhysicalDevices"));
-  std::vector<VkPhysicalDevice> devices(n);
-  SINTER_RETURN_IF_ERROR(vkStatus(vkEnumeratePhysicalDevices(instance_, &n, devices.data()),
+  std::vector<VkPhysicalDevice> handles(n);
+  SINTER_RETURN_IF_ERROR(vkStatus(vkEnumeratePhysicalDevices(instance_, &n, handles.data()),
                                   "vkEnumeratePhysicalDevices"));
-  if (n == 0)
-    return absl::UnavailableError("vulkan: no physical device");
-  std::vector<VkPhysicalDeviceProperties> props(n);
-  for (uint32_t i = 0; i < n; ++i) {
-    vkGetPhysicalDeviceProperties(devices[i], &props[i]);
-    deviceNames_.push_back(props[i].deviceName);
-  }
-  auto usable = [&](uint32_t i) {
-    uint32_t family, bits;
-    return props[i].apiVersion >= VK_API_VERSION_1_1 &&
-           computeQueueFamily(devices[i], &family, &bits);
-  };
-  int chosen = -1;
-  uint32_t index = 0;
-  if (!selector.empty() && absl::SimpleAtoi(selector, &index)) {
-    if (index < n && usable(index))
-      chosen = static_cast<int>(index);
-  } else if (!selector.empty()) {
-    // Mesa's lavapipe names its device "llvmpipe (LLVM ...)": the driver's own name selects it too.
-    std::string wanted = absl::AsciiStrToLower(selector);
-    if (wanted == "lavapipe")
-      wanted = "llvmpipe";
-    for (uint32_t i = 0; i < n && chosen < 0; ++i) {
-      if (absl::StrContains(absl::AsciiStrToLower(props[i].deviceName), wanted) && usable(i))
-        chosen = static_cast<int>(i);
-    }
-  } else {
-    for (uint32_t i = 0; i < n; ++i) {
-      if (usable(i) &&
-          (chosen < 0 || deviceScore(props[i].deviceType) > deviceScore(props[chosen].deviceType)))
-        chosen = static_cast<int>(i);
-    }
-  }
-  if (chosen < 0) {
-    std::vector<std::string> listed;
-    for (uint32_t i = 0; i < n; ++i)
-      listed.push_back(absl::StrCat(i, ": ", deviceNames_[i]));
-    if (selector.empty())
-      return absl::UnavailableError(absl::StrCat("vulkan: none of ", n,
-                                                 " devices has Vulkan 1.1 and a compute queue (",
-                                                 absl::StrJoin(listed, ", "), ")"));
-    return absl::NotFoundError(absl::StrCat("vulkan: SINTER_VK_DEVICE '", selector,
-                                            "' matches no usable device (",
-                                            absl::StrJoin(listed, ", "), ")"));
-  }
-  physical_ = devices[chosen];
+  SINTER_ASSIGN_OR_RETURN(std::vector<PhysicalDeviceInfo> devices,
+                          describePhysicalDevices(instance_));
+  for (const PhysicalDeviceInfo &d : devices)
+    deviceNames_.push_back(d.name);
+  SINTER_ASSIGN_OR_RETURN(size_t chosen,
+                          selectPhysicalDevice(devices, selector, selectorSource_.c_str()));
+  physical_ = handles[devices[chosen].index];
   return absl::OkStatus();
 }
 

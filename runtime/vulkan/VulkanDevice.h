@@ -324,6 +324,7 @@ private:
   VkFence fence_ = VK_NULL_HANDLE;
   DeviceCaps caps_;
   std::vector<std::string> deviceNames_;
+  std::string selectorSource_; ///< what chose the device, for the NotFound message
   bool validation_ = false;
   bool timestamps_ = false;
   std::unique_ptr<VulkanMemory> memory_;

@@ -11,6 +11,7 @@
 #include "runtime/LazyBackend.h"
 #include "runtime/PlanInterpreter.h"
 #include "sinter/Factory.h"
+#include "tests/support/BackendKinds.h"
 #include "tools/model/Decoder.h"
 #include "tools/model/Llama2cLoader.h"
 #include "tools/model/Sampler.h"
@@ -56,7 +57,7 @@ protected:
     auto weights = model::loadLlama2c(modelPath());
     ASSERT_TRUE(weights.ok()) << weights.status();
     weights_ = std::move(*weights);
-    auto reference = createBackend(BackendOptions{});
+    auto reference = createBackend(sinter::test::backendOptions("reference"));
     ASSERT_TRUE(reference.ok()) << reference.status();
     expected_ = greedy(**reference, weights_);
     ASSERT_EQ(expected_.size(), kTokens);

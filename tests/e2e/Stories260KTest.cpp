@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sinter/Factory.h"
+#include "tests/support/BackendKinds.h"
 #include "tools/model/Decoder.h"
 #include "tools/model/Llama2cLoader.h"
 #include "tools/model/Sampler.h"
@@ -195,7 +196,7 @@ std::vector<uint32_t> plainGreedy(const std::vector<uint8_t> &file, size_t limit
 
 std::vector<uint32_t> engineGreedy(const sinter::model::ModelWeights &weights, size_t limit,
                                    sinter::model::DecoderOptions options = {}) {
-  auto backend = sinter::createBackend(sinter::BackendOptions{});
+  auto backend = sinter::createBackend(sinter::test::backendOptions("reference"));
   EXPECT_TRUE(backend.ok()) << backend.status();
   if (!backend.ok())
     return {};
@@ -250,7 +251,7 @@ TEST_F(Stories260K, OnLoadQ8_0StaysCloseToF32) {
   ASSERT_TRUE(f32.ok()) << f32.status();
   sinter::model::ModelWeights q8 = *f32;
   ASSERT_TRUE(sinter::model::quantizeMatrices(q8, sinter::DType::Q8_0, nullptr).ok());
-  auto backend = sinter::createBackend(sinter::BackendOptions{});
+  auto backend = sinter::createBackend(sinter::test::backendOptions("reference"));
   ASSERT_TRUE(backend.ok());
   auto a = sinter::model::Decoder::create(**backend, *f32, {16, false});
   auto b = sinter::model::Decoder::create(**backend, q8, {16, false});

@@ -5,6 +5,7 @@
 # `%shared` is the ../shared folder; tests that read its model say `REQUIRES: shared-models`,
 # and when the model is absent lit reports them UNSUPPORTED with the note printed below.
 import os
+import subprocess
 
 import lit.formats
 
@@ -36,3 +37,16 @@ if os.path.exists(stories):
 else:
     lit_config.note("%s is absent: the tests that need it (REQUIRES: shared-models) are "
                     "UNSUPPORTED" % stories)
+
+# `REQUIRES: lavapipe`: tests that expect Mesa's software Vulkan device in sinter-run's list.
+sinter_run = os.path.join(config.sinter_obj_root, "tools", "sinter-run", "sinter-run")
+try:
+    listed = subprocess.run([sinter_run, "--list-devices"], capture_output=True, text=True,
+                            timeout=60).stdout
+except (OSError, subprocess.SubprocessError):
+    listed = ""
+if "llvmpipe" in listed:
+    config.available_features.add("lavapipe")
+else:
+    lit_config.note("no lavapipe device in `sinter-run --list-devices`: the tests that need it "
+                    "(REQUIRES: lavapipe) are UNSUPPORTED")

@@ -7,10 +7,13 @@
 #include <functional>
 #include <limits>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "sinter/Factory.h"
+#include "sinter/Status.h"
 #include "tools/model/ModelConfig.h"
 
 namespace sinter::run {
@@ -82,9 +85,34 @@ const std::vector<Flag> &flags() {
          return S();
        }},
       {"--backend", "KIND",
-       "reference, cpu, vulkan, lazy, or auto: vulkan on a GPU, else cpu (default reference)",
+       "auto (vulkan on a GPU, else cpu; lavapipe does not count), reference, cpu, vulkan or "
+       "lazy (default: SINTER_BACKEND, else auto)",
        [](O &o, V v) {
+         if (!absl::c_linear_search(backendKinds(), v))
+           return bad(
+               "--backend", v,
+               absl::StrCat("is no backend kind; valid: ", absl::StrJoin(backendKinds(), ", ")));
          o.backend = v;
+         return S();
+       }},
+      {"--disable-fusion", "LIST",
+       "\"all\" or a comma list of fusion patterns to switch off (default: SINTER_DISABLE_FUSION)",
+       [](O &o, V v) {
+         std::vector<std::string> names;
+         SINTER_RETURN_IF_ERROR(addDisabledFusions(v, "--disable-fusion", names));
+         o.disabledFusions = std::move(names);
+         return S();
+       }},
+      {"--device", "DEVICE",
+       "the device to run on: an index or a part of a name from --list-devices, or cpu "
+       "(default: the backend's choice)",
+       [](O &o, V v) {
+         o.device = v;
+         return S();
+       }},
+      {"--list-devices", nullptr, "list the devices Sinter can run on, then exit",
+       [](O &o, V) {
+         o.listDevices = true;
          return S();
        }},
       {"--fusion", "on|off", "fusion in the lazy backends (default on)",
@@ -109,8 +137,14 @@ const std::vector<Flag> &flags() {
        }},
       {"--temperature", "T", "sampling temperature; 0 is greedy argmax (default 0)",
        [](O &o, V v) { return parseFloat("--temperature", v, &o.temperature); }},
-      {"--top-p", "P", "nucleus sampling: keep the tokens whose probability reaches P (default 1)",
-       [](O &o, V v) { return parseFloat("--top-p", v, &o.topP); }},
+      {"--top-p", "P",
+       "nucleus sampling: keep the tokens whose probability reaches P, 0 < P <= 1 (default 1)",
+       [](O &o, V v) {
+         SINTER_RETURN_IF_ERROR(parseFloat("--top-p", v, &o.topP));
+         if (o.topP <= 0 || o.topP > 1)
+           return bad("--top-p", v, "is outside (0, 1]");
+         return S();
+       }},
       {"--sample-seed", "N", "seed of the sampler (default 1)",
        [](O &o, V v) { return parseInt("--sample-seed", v, &o.sampleSeed); }},
       {"--no-stop", nullptr, "keep generating when BOS (token 1) is produced",
@@ -177,7 +211,7 @@ absl::StatusOr<RunOptions> parseRunOptions(int argc, const char *const *argv) {
     if (absl::Status s = flag->apply(o, value); !s.ok())
       return s;
   }
-  if (o.help)
+  if (o.help || o.listDevices)
     return o;
   if (o.modelPath.empty() == o.synthetic.empty())
     return absl::InvalidArgumentError("give exactly one of --model PATH and --synthetic PRESET");
@@ -189,7 +223,8 @@ absl::StatusOr<RunOptions> parseRunOptions(int argc, const char *const *argv) {
 std::string helpText() {
   std::string out =
       "sinter-run: decode a Llama-family model through a ComputeBackend.\n\n"
-      "usage: sinter-run (--model PATH | --synthetic PRESET) [options]\n\n"
+      "usage: sinter-run (--model PATH | --synthetic PRESET) [options]\n"
+      "       sinter-run --list-devices\n\n"
       "Prints the backend that ran, the generated token ids (and text when the model has a\n"
       "vocabulary) and tokens/s. A progress line goes to stderr on long runs.\n\noptions:\n";
   for (const Flag &f : flags()) {
@@ -211,8 +246,12 @@ std::string helpText() {
     }
     out.back() = '\n';
   }
+  absl::StrAppend(&out, "\nenvironment: SINTER_BACKEND and SINTER_DISABLE_FUSION, as the library "
+                        "reads them\n(docs/ENVIRONMENT.md); --backend and --disable-fusion "
+                        "override them.\n");
   absl::StrAppend(&out, "\nexamples:\n"
                         "  sinter-run --model ../shared/models/stories260K.bin --steps 40\n"
+                        "  sinter-run --list-devices\n"
                         "  sinter-run --synthetic tinyllama-1.1b --dtype q4_0 --backend reference "
                         "--steps 2\n");
   return out;

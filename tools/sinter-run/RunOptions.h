@@ -17,12 +17,17 @@ namespace sinter::run {
 
 /// Everything sinter-run was asked to do.
 struct RunOptions {
-  std::string modelPath;              ///< --model
-  std::string synthetic;              ///< --synthetic
-  std::optional<DType> dtype;         ///< --dtype
-  uint64_t seed = 1;                  ///< --seed (synthetic weights)
-  std::string writeGguf;              ///< --write-gguf
-  std::string backend = "reference";  ///< --backend
+  std::string modelPath;      ///< --model
+  std::string synthetic;      ///< --synthetic
+  std::optional<DType> dtype; ///< --dtype
+  uint64_t seed = 1;          ///< --seed (synthetic weights)
+  std::string writeGguf;      ///< --write-gguf
+  /// --backend; unset: SINTER_BACKEND, else "auto" (a known kind: checked when parsed)
+  std::optional<std::string> backend;
+  /// --disable-fusion (checked names); unset: SINTER_DISABLE_FUSION
+  std::optional<std::vector<std::string>> disabledFusions;
+  std::string device;                 ///< --device
+  bool listDevices = false;           ///< --list-devices
   bool fusion = true;                 ///< --fusion on|off
   uint32_t steps = 16;                ///< --steps
   std::vector<uint32_t> prompt = {1}; ///< --prompt
@@ -38,7 +43,8 @@ struct RunOptions {
 };
 
 /// Parses argv[1..argc). InvalidArgument naming the flag for an unknown flag, a missing or bad
-/// argument, or a contradictory combination (neither or both of --model and --synthetic).
+/// argument (an unknown backend kind or fusion pattern among them, listing the valid names), or
+/// a contradictory combination (neither or both of --model and --synthetic).
 absl::StatusOr<RunOptions> parseRunOptions(int argc, const char *const *argv);
 
 /// The --help text.

@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "sinter/Devices.h"
 #include "sinter/Factory.h"
 #include "sinter/Status.h"
 #include "tools/model/Decoder.h"
@@ -107,7 +108,74 @@ double nmse(absl::Span<const float> out, absl::Span<const float> ref) {
   return den > 0 ? num / den : num;
 }
 
+// One line on stderr for every value sinter-run changes instead of taking as given.
+void note(const std::string &text) { std::fprintf(stderr, "sinter-run: note: %s\n", text.c_str()); }
+
+// The backend options: "auto", then SINTER_BACKEND and SINTER_DISABLE_FUSION, then the flags.
+absl::StatusOr<BackendOptions> backendOptions(const RunOptions &o) {
+  BackendOptions defaults;
+  defaults.kind = "auto";
+  SINTER_ASSIGN_OR_RETURN(BackendOptions b, optionsFromEnvironment(defaults));
+  if (o.backend)
+    b.kind = *o.backend;
+  if (o.disabledFusions)
+    b.disabledFusions = *o.disabledFusions;
+  b.fusion = o.fusion;
+  b.device = o.device;
+  return b;
+}
+
+// The positions the KV cache holds: --context (at most the model's), else prompt + steps (at
+// most the model's), never fewer than the prompt. Every cut is a note.
+uint32_t contextFor(const RunOptions &o, const model::ModelConfig &config) {
+  const uint64_t prompt = o.prompt.size(), wanted = prompt + o.steps;
+  uint64_t context = o.context ? o.context : std::max<uint64_t>(wanted, 1);
+  if (o.context && o.context > config.seqLen)
+    note(absl::StrFormat("--context %u is past the model's context length %u; using %u", o.context,
+                         config.seqLen, config.seqLen));
+  context = std::min<uint64_t>(context, config.seqLen);
+  if (context < prompt) {
+    const uint64_t raised = std::min<uint64_t>(prompt, config.seqLen);
+    if (o.context && raised > context)
+      note(absl::StrFormat("--context %u cannot hold the %u-token prompt; using %u", o.context,
+                           prompt, raised));
+    context = std::max(context, raised);
+  }
+  // Positions 0 .. context-1 each sample one token once the prompt is in.
+  const uint64_t room = context + 1 >= prompt ? context + 1 - prompt : 0;
+  if (o.steps > room)
+    note(absl::StrFormat("--steps %u with a %u-token prompt does not fit a context of %u "
+                         "positions; at most %u tokens are generated",
+                         o.steps, prompt, context, room));
+  return uint32_t(context);
+}
+
+// Says when the vulkan kind is about to run on a Vulkan implementation on the CPU (lavapipe):
+// the same kernels far slower than the cpu kind, easy to mistake for a GPU run.
+void warnAboutSoftwareVulkan(const BackendChoice &choice) {
+  if (choice.kind == "vulkan" && choice.device.type == DeviceType::Software)
+    std::fprintf(stderr,
+                 "sinter-run: warning: the vulkan backend runs on %s, a software Vulkan "
+                 "implementation on the CPU, far slower than --backend cpu\n",
+                 choice.device.name.c_str());
+}
+
+int listDevices() {
+  absl::StatusOr<std::vector<Device>> devices = sinter::listDevices();
+  if (!devices.ok()) {
+    std::fprintf(stderr, "sinter-run: %s\n", devices.status().ToString().c_str());
+    return 1;
+  }
+  for (const Device &d : *devices)
+    std::printf("%s\n", describeDevice(d).c_str());
+  return 0;
+}
+
 absl::StatusOr<int> run(const RunOptions &o) {
+  // Every backend setting is checked before the model loads: a typo costs nothing.
+  SINTER_ASSIGN_OR_RETURN(const BackendOptions bopts, backendOptions(o));
+  SINTER_ASSIGN_OR_RETURN(const BackendChoice choice, resolveBackend(bopts));
+  warnAboutSoftwareVulkan(choice);
   std::string what;
   SINTER_ASSIGN_OR_RETURN(model::ModelWeights weights, loadModel(o, &what));
   if (!o.quiet)
@@ -119,20 +187,18 @@ absl::StatusOr<int> run(const RunOptions &o) {
       std::printf("wrote %s\n", o.writeGguf.c_str());
   }
   const model::ModelConfig config = weights.config;
-  const uint32_t needed = uint32_t(std::min<uint64_t>(o.prompt.size() + o.steps, config.seqLen));
   model::DecoderOptions dopts;
-  dopts.maxContext = o.context ? std::min(o.context, config.seqLen) : std::max(needed, 1u);
+  dopts.maxContext = contextFor(o, config);
   dopts.f32AsMatmul = o.matmul;
 
-  BackendOptions bopts;
-  bopts.kind = o.backend;
-  bopts.fusion = o.fusion;
   SINTER_ASSIGN_OR_RETURN(std::unique_ptr<ComputeBackend> backend, createBackend(bopts));
   SINTER_ASSIGN_OR_RETURN(auto decoder, model::Decoder::create(*backend, weights, dopts));
   std::unique_ptr<ComputeBackend> refBackend;
   std::unique_ptr<model::Decoder> refDecoder;
   if (o.check) {
-    SINTER_ASSIGN_OR_RETURN(refBackend, createBackend(BackendOptions{}));
+    BackendOptions referenceOptions;
+    referenceOptions.kind = "reference";
+    SINTER_ASSIGN_OR_RETURN(refBackend, createBackend(referenceOptions));
     SINTER_ASSIGN_OR_RETURN(refDecoder, model::Decoder::create(*refBackend, weights, dopts));
   }
   const std::vector<std::string> vocab = std::move(weights.vocab);
@@ -142,6 +208,8 @@ absl::StatusOr<int> run(const RunOptions &o) {
     std::printf("backend: %s (%s, %s, %u compute units, %.1f MB allocated)\n",
                 backend->name().c_str(), info.name.c_str(), backendKindName(info.kind),
                 info.computeUnits, decoder->deviceBytes() / 1e6);
+  if (!o.quiet && !bopts.disabledFusions.empty())
+    std::printf("fusion patterns off: %s\n", absl::StrJoin(bopts.disabledFusions, ", ").c_str());
 
   model::Sampler sampler({o.temperature, o.topP, o.sampleSeed});
   std::vector<float> refLogits(config.vocabSize);
@@ -202,6 +270,8 @@ int main(int argc, char **argv) {
     std::fputs(sinter::run::helpText().c_str(), stdout);
     return 0;
   }
+  if (options->listDevices)
+    return sinter::run::listDevices();
   absl::StatusOr<int> rc = sinter::run::run(*options);
   if (!rc.ok()) {
     std::fprintf(stderr, "sinter-run: %s\n", rc.status().ToString().c_str());

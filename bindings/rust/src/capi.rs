@@ -11,12 +11,16 @@ use crate::error::check;
 use crate::ffi;
 use crate::{BackendKind, BufferHandle, ComputeBackend, DType, DeviceInfo, Error, StatusCode};
 
-/// How to build a backend (the C ABI's sinter_backend_create_ex arguments).
+/// How to build a backend (the C ABI's sinter_backend_create_on_device arguments).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BackendOptions {
+    /// "auto" (the default: vulkan on a GPU, else cpu; lavapipe does not count as a GPU),
     /// "reference", "lazy", "cpu" or "vulkan"; "" takes SINTER_BACKEND from the environment
-    /// (default "reference") and applies SINTER_DISABLE_FUSION on top of these options.
+    /// (default "auto") and applies SINTER_DISABLE_FUSION on top of these options.
     pub kind: String,
+    /// The device: an index from [`list_devices`], "cpu", or part of a device's name; "" lets
+    /// the kind choose. With kind "auto" a Vulkan device means vulkan and the CPU cpu.
+    pub device: String,
     /// Fusion on or off in the lazy backends.
     pub fusion: bool,
     /// Fusion pattern names to switch off, or ["all"].
@@ -28,7 +32,8 @@ pub struct BackendOptions {
 impl Default for BackendOptions {
     fn default() -> BackendOptions {
         BackendOptions {
-            kind: "reference".to_string(),
+            kind: "auto".to_string(),
+            device: String::new(),
             fusion: true,
             disabled_fusions: Vec::new(),
             memory_limit_bytes: 0,
@@ -80,8 +85,89 @@ pub fn library_version() -> String {
         .into_owned()
 }
 
+/// What a device is (sinter.h's SINTER_DEVICE_TYPE_*).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DeviceType {
+    /// The host CPU: the reference, lazy and cpu kinds run there.
+    Cpu,
+    DiscreteGpu,
+    IntegratedGpu,
+    VirtualGpu,
+    /// A Vulkan implementation on the CPU (Mesa's lavapipe, named "llvmpipe").
+    Software,
+    Other,
+}
+
+/// A device Sinter can run on, as [`list_devices`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Device {
+    /// What [`BackendOptions::device`] takes: a Vulkan device's Vulkan index; the CPU comes last.
+    pub index: u32,
+    pub name: String,
+    /// Vulkan or Cpu.
+    pub kind: BackendKind,
+    pub device_type: DeviceType,
+    /// Device-local memory (Vulkan) or physical memory (CPU), in bytes.
+    pub memory_bytes: u64,
+    /// CPU: hardware threads; Vulkan: compute units where the driver reports them, else 0.
+    pub compute_units: u32,
+}
+
+fn backend_kind(raw: u32) -> BackendKind {
+    match raw {
+        1 => BackendKind::Vulkan,
+        2 => BackendKind::Cuda,
+        3 => BackendKind::Metal,
+        _ => BackendKind::Cpu,
+    }
+}
+
+/// Every device Sinter can run on: the Vulkan devices, then the host CPU (always there).
+pub fn list_devices() -> Result<Vec<Device>, Error> {
+    let mut count = 0u32;
+    // SAFETY: `count` is writable.
+    check(unsafe { ffi::sinter_device_count(&mut count) })?;
+    (0..count)
+        .map(|position| {
+            let (mut index, mut kind, mut device_type) = (0u32, 0u32, 0u32);
+            let (mut memory_bytes, mut compute_units) = (0u64, 0u32);
+            // SAFETY: every pointer is writable or (buf) as long as cap says.
+            let name = read_string(|buf, cap, len| unsafe {
+                ffi::sinter_device_get(
+                    position,
+                    &mut index,
+                    buf,
+                    cap,
+                    len,
+                    &mut kind,
+                    &mut device_type,
+                    &mut memory_bytes,
+                    &mut compute_units,
+                )
+            })?;
+            let device_type = match device_type {
+                0 => DeviceType::Cpu,
+                1 => DeviceType::DiscreteGpu,
+                2 => DeviceType::IntegratedGpu,
+                3 => DeviceType::VirtualGpu,
+                4 => DeviceType::Software,
+                _ => DeviceType::Other,
+            };
+            Ok(Device {
+                index,
+                name,
+                kind: backend_kind(kind),
+                device_type,
+                memory_bytes,
+                compute_units,
+            })
+        })
+        .collect()
+}
+
 impl Backend {
-    /// A backend of `kind` ("reference", "lazy", "cpu", "vulkan"); the environment is ignored.
+    /// A backend of `kind` ("auto", "reference", "lazy", "cpu", "vulkan"); the environment is
+    /// ignored.
     pub fn new(kind: &str) -> Result<Backend, Error> {
         Backend::with_options(&BackendOptions {
             kind: kind.to_string(),
@@ -89,7 +175,7 @@ impl Backend {
         })
     }
 
-    /// A backend of the kind SINTER_BACKEND names (default "reference"), with
+    /// A backend of the kind SINTER_BACKEND names (default "auto"), with
     /// SINTER_DISABLE_FUSION applied.
     pub fn from_environment() -> Result<Backend, Error> {
         Backend::with_options(&BackendOptions {
@@ -113,21 +199,26 @@ impl Backend {
             ));
         }
         let kind = c_string("backend kind", &options.kind)?;
+        let device = c_string("device", &options.device)?;
         let disabled = c_string("disabled fusions", &options.disabled_fusions.join(","))?;
         let mut raw: *mut ffi::sinter_backend = ptr::null_mut();
-        // SAFETY: both strings are NUL-terminated and outlive the call; `raw` is writable.
+        // SAFETY: the strings are NUL-terminated and outlive the call; `raw` is writable.
         check(unsafe {
-            ffi::sinter_backend_create_ex(
+            ffi::sinter_backend_create_on_device(
                 kind.as_ptr(),
+                device.as_ptr(),
                 i32::from(options.fusion),
                 disabled.as_ptr(),
                 options.memory_limit_bytes,
                 &mut raw,
             )
         })?;
-        NonNull::new(raw)
-            .map(|raw| Backend { raw })
-            .ok_or_else(|| Error::new(StatusCode::Internal, "sinter_backend_create_ex gave NULL"))
+        NonNull::new(raw).map(|raw| Backend { raw }).ok_or_else(|| {
+            Error::new(
+                StatusCode::Internal,
+                "sinter_backend_create_on_device gave NULL",
+            )
+        })
     }
 
     fn ptr(&self) -> *mut ffi::sinter_backend {
@@ -163,15 +254,9 @@ impl ComputeBackend for Backend {
             )
         })
         .unwrap_or_default();
-        let kind = match kind {
-            1 => BackendKind::Vulkan,
-            2 => BackendKind::Cuda,
-            3 => BackendKind::Metal,
-            _ => BackendKind::Cpu,
-        };
         DeviceInfo {
             name,
-            kind,
+            kind: backend_kind(kind),
             memory_bytes,
             compute_units,
         }

@@ -17,7 +17,7 @@ pub type sinter_status = i32;
 pub type sinter_buffer = u64;
 
 /// SINTER_ABI_VERSION of the header these declarations were written from.
-pub const SINTER_ABI_VERSION: u32 = 1;
+pub const SINTER_ABI_VERSION: u32 = 2;
 
 extern "C" {
     pub fn sinter_version() -> *const c_char;
@@ -37,7 +37,28 @@ extern "C" {
         memory_limit_bytes: u64,
         out: *mut *mut sinter_backend,
     ) -> sinter_status;
+    pub fn sinter_backend_create_on_device(
+        kind: *const c_char,
+        device: *const c_char,
+        fusion: i32,
+        disabled_fusions: *const c_char,
+        memory_limit_bytes: u64,
+        out: *mut *mut sinter_backend,
+    ) -> sinter_status;
     pub fn sinter_backend_destroy(backend: *mut sinter_backend);
+    pub fn sinter_device_count(count: *mut u32) -> sinter_status;
+    #[allow(clippy::too_many_arguments)]
+    pub fn sinter_device_get(
+        position: u32,
+        index: *mut u32,
+        name_buf: *mut c_char,
+        name_cap: usize,
+        name_len: *mut usize,
+        kind: *mut u32,
+        device_type: *mut u32,
+        memory_bytes: *mut u64,
+        compute_units: *mut u32,
+    ) -> sinter_status;
     pub fn sinter_backend_last_error(
         backend: *const sinter_backend,
         buf: *mut c_char,

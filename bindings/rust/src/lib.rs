@@ -18,6 +18,6 @@ mod error;
 pub mod ffi;
 
 pub use backend::{BackendKind, BufferHandle, ComputeBackend, DeviceInfo};
-pub use capi::{library_version, Backend, BackendOptions};
+pub use capi::{library_version, list_devices, Backend, BackendOptions, Device, DeviceType};
 pub use dtype::DType;
 pub use error::{Error, StatusCode};

@@ -140,6 +140,7 @@ fn sinter_run_tokens(sinter_run: &str, kind: &str, steps: usize) -> Vec<u32> {
         .arg(model::stories260k_path())
         .args(["--backend", kind, "--steps", &steps.to_string(), "--quiet"])
         .env_remove("SINTER_BACKEND")
+        .env_remove("SINTER_DISABLE_FUSION")
         .output()
         .unwrap_or_else(|e| panic!("running {sinter_run}: {e}"));
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -493,6 +493,73 @@ static void test_creation(void) {
   sinter_backend_destroy(b);              /* frees h2 and h3 with it */
 }
 
+/* The device list: the Vulkan devices, then the host CPU; choosing one; the default kind. */
+static void test_devices(void) {
+  sinter_backend *b = (sinter_backend *)&g_passed; /* must be reset to NULL on failure */
+  uint32_t count = 0, position, index = 0, kind = 99, type = 99, units = 0, cpu_index = 0;
+  uint64_t memory = 0;
+  size_t len = 0;
+  char name[256], cpu_name[256], selector[16];
+
+  CHECK_STATUS(sinter_device_count(NULL), SINTER_INVALID_ARGUMENT);
+  CHECK_MESSAGE("count is NULL");
+  CHECK_OK(sinter_device_count(&count));
+  CHECK(count >= 1);
+  for (position = 0; position < count; ++position) {
+    CHECK_OK(sinter_device_get(position, &index, name, sizeof name, &len, &kind, &type, &memory,
+                               &units));
+    printf("device %u: %s (kind %u, type %u, %llu bytes, %u compute units)\n", (unsigned)index,
+           name, (unsigned)kind, (unsigned)type, (unsigned long long)memory, (unsigned)units);
+    CHECK(len == strlen(name) && len > 0);
+    if (position + 1 < count) { /* a Vulkan device */
+      CHECK(kind == SINTER_DEVICE_VULKAN);
+      CHECK(type >= SINTER_DEVICE_TYPE_DISCRETE_GPU && type <= SINTER_DEVICE_TYPE_OTHER);
+    } else { /* the host, last */
+      CHECK(kind == SINTER_DEVICE_CPU);
+      CHECK(type == SINTER_DEVICE_TYPE_CPU);
+      CHECK(units >= 1 && memory > 0);
+      cpu_index = index;
+      strcpy(cpu_name, name);
+    }
+  }
+  /* Only what is asked for: the length alone, every other output NULL. */
+  len = 0;
+  CHECK_OK(sinter_device_get(count - 1, NULL, NULL, 0, &len, NULL, NULL, NULL, NULL));
+  CHECK(len == strlen(cpu_name));
+  CHECK_STATUS(sinter_device_get(count, NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL),
+               SINTER_OUT_OF_RANGE);
+  CHECK_MESSAGE("position");
+  CHECK_STATUS(sinter_device_get(0, NULL, NULL, 8, NULL, NULL, NULL, NULL, NULL),
+               SINTER_INVALID_ARGUMENT);
+
+  /* The CPU by index and by "cpu"; an unknown name is NOT_FOUND listing the devices. */
+  snprintf(selector, sizeof selector, "%u", (unsigned)cpu_index);
+  CHECK_OK(sinter_backend_create_on_device("reference", selector, 1, NULL, 0, &b));
+  CHECK_OK(sinter_name(b, name, sizeof name, NULL));
+  CHECK(strcmp(name, "reference") == 0);
+  sinter_backend_destroy(b);
+  CHECK_OK(sinter_backend_create_on_device("lazy", "CPU", 0, NULL, 0, &b));
+  sinter_backend_destroy(b);
+  b = (sinter_backend *)&g_passed;
+  CHECK_STATUS(sinter_backend_create_on_device("reference", "no-such-device", 1, NULL, 0, &b),
+               SINTER_NOT_FOUND);
+  CHECK_MESSAGE("no-such-device");
+  CHECK_MESSAGE(cpu_name);
+  CHECK(b == NULL);
+  if (count > 1) { /* the reference does not run on a Vulkan device */
+    CHECK_STATUS(sinter_backend_create_on_device("reference", "0", 1, NULL, 0, &b),
+                 SINTER_INVALID_ARGUMENT);
+    CHECK_MESSAGE("Vulkan device");
+  }
+
+  /* No kind and no SINTER_BACKEND is "auto": never the reference. */
+  CHECK(unsetenv("SINTER_BACKEND") == 0);
+  CHECK_OK(sinter_backend_create(NULL, &b));
+  CHECK_OK(sinter_name(b, name, sizeof name, NULL));
+  CHECK(strcmp(name, "sinter-cpu") == 0 || strcmp(name, "sinter-vulkan") == 0);
+  sinter_backend_destroy(b);
+}
+
 int main(void) {
   sinter_backend *b = NULL;
   test_versions_and_names();
@@ -513,6 +580,7 @@ int main(void) {
   sinter_backend_destroy(b);
   sinter_backend_destroy(NULL);
   test_creation();
+  test_devices();
   printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed != 0;
 }

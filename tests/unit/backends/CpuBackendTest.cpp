@@ -9,6 +9,7 @@
 #include "backends/EagerBackend.h"
 #include "runtime/LazyBackend.h"
 #include "sinter/Factory.h"
+#include "tests/support/BackendKinds.h"
 #include "tests/support/Nmse.h"
 #include "tools/model/Decoder.h"
 #include "tools/model/Synthetic.h"
@@ -55,7 +56,8 @@ std::vector<float> decode(ComputeBackend &backend, const model::ModelWeights &we
 }
 
 std::vector<float> referenceDecode(const model::ModelWeights &weights, uint32_t steps) {
-  std::unique_ptr<ComputeBackend> reference = *createBackend(BackendOptions{});
+  std::unique_ptr<ComputeBackend> reference =
+      *createBackend(sinter::test::backendOptions("reference"));
   return decode(*reference, weights, steps);
 }
 

@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "backends/CpuBackend.h"
 #include "sinter/Factory.h"
+#include "tests/support/BackendKinds.h"
 #include "tests/support/FuzzCompare.h"
 #include "tests/support/FuzzGraph.h"
 
@@ -42,7 +43,8 @@ std::string runGraph(uint32_t seed) {
   o.fusion = false;
   std::unique_ptr<ComputeBackend> fused = *createCpuBackend(*fusedOptions, sharedCompiler());
   std::unique_ptr<ComputeBackend> unfused = *createCpuBackend(o, sharedCompiler());
-  std::unique_ptr<ComputeBackend> reference = *createBackend(BackendOptions{});
+  std::unique_ptr<ComputeBackend> reference =
+      *createBackend(sinter::test::backendOptions("reference"));
   test::FuzzGraphResult result =
       test::runFuzzGraph(seed, {fused.get(), unfused.get(), reference.get()});
   if (!result.error.empty())

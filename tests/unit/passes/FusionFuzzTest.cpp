@@ -14,6 +14,7 @@
 
 #include "absl/strings/numbers.h"
 #include "sinter/Factory.h"
+#include "tests/support/BackendKinds.h"
 #include "tests/support/FuzzGraph.h"
 
 namespace sinter {
@@ -32,7 +33,7 @@ Backends makeBackends() {
   b.fused = *createBackend(*optionsFromEnvironment(o));
   o.fusion = false;
   b.unfused = *createBackend(o);
-  b.reference = *createBackend(BackendOptions{});
+  b.reference = *createBackend(sinter::test::backendOptions("reference"));
   return b;
 }
 

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_join.h"
 #include "sinter/Factory.h"
+#include "tests/support/BackendKinds.h"
 #include "tests/unit/tools/RecordingBackend.h"
 #include "tools/model/Synthetic.h"
 #include "gmock/gmock.h"
@@ -135,7 +136,8 @@ double nmse(const std::vector<float> &out, const std::vector<double> &ref) {
 }
 
 std::unique_ptr<ComputeBackend> reference() {
-  absl::StatusOr<std::unique_ptr<ComputeBackend>> b = createBackend(BackendOptions{});
+  absl::StatusOr<std::unique_ptr<ComputeBackend>> b =
+      createBackend(sinter::test::backendOptions("reference"));
   EXPECT_TRUE(b.ok()) << b.status();
   return std::move(*b);
 }

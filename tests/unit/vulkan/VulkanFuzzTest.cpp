@@ -24,6 +24,7 @@
 #include "absl/synchronization/mutex.h"
 #include "backends/VulkanBackend.h"
 #include "sinter/Factory.h"
+#include "tests/support/BackendKinds.h"
 #include "tests/support/FuzzCompare.h"
 #include "tests/support/FuzzGraph.h"
 #include "tests/support/Nmse.h"
@@ -140,7 +141,8 @@ TEST_F(VulkanFuzzTest, FusionFuzzGraphsAgreeWithTheReference) {
   for (int seed = first; seed <= n && failures < 5; ++seed) {
     std::unique_ptr<ComputeBackend> fused = vulkanBackend(true, stats);
     std::unique_ptr<ComputeBackend> unfused = vulkanBackend(false, nullptr);
-    std::unique_ptr<ComputeBackend> reference = *createBackend(BackendOptions{});
+    std::unique_ptr<ComputeBackend> reference =
+        *createBackend(sinter::test::backendOptions("reference"));
     ASSERT_TRUE(fused && unfused);
     test::FuzzGraphResult r =
         test::runFuzzGraph(uint32_t(seed), {fused.get(), unfused.get(), reference.get()});
@@ -180,7 +182,8 @@ TEST_P(VulkanSyntheticDecode, LogitsAgreeWithTheReference) {
   auto stats = std::make_shared<runtime::vulkan::VulkanStatsSink>();
   std::unique_ptr<ComputeBackend> fused = vulkanBackend(true, stats);
   std::unique_ptr<ComputeBackend> precise = vulkanBackend(true, nullptr, true);
-  std::unique_ptr<ComputeBackend> reference = *createBackend(BackendOptions{});
+  std::unique_ptr<ComputeBackend> reference =
+      *createBackend(sinter::test::backendOptions("reference"));
   ASSERT_TRUE(fused && precise);
   auto a = model::Decoder::create(*fused, *w);
   auto p = model::Decoder::create(*precise, *w);
@@ -236,7 +239,8 @@ void decodeRefusing(DType dtype, std::function<bool(const codegen::KernelSpec &)
   };
   std::unique_ptr<ComputeBackend> fused = vulkanBackend(true, stats, false, false, refusing);
   ASSERT_TRUE(fused);
-  std::unique_ptr<ComputeBackend> reference = *createBackend(BackendOptions{});
+  std::unique_ptr<ComputeBackend> reference =
+      *createBackend(sinter::test::backendOptions("reference"));
   auto a = model::Decoder::create(*fused, *w);
   auto b = model::Decoder::create(*reference, *w);
   ASSERT_TRUE(a.ok() && b.ok());
@@ -394,7 +398,8 @@ TEST_F(VulkanFuzzTest, SplitAttentionDecodeAgreesWithTheReference) {
   ASSERT_TRUE(w.ok()) << w.status();
   auto stats = std::make_shared<runtime::vulkan::VulkanStatsSink>();
   std::unique_ptr<ComputeBackend> split = vulkanBackend(true, stats, true, true);
-  std::unique_ptr<ComputeBackend> reference = *createBackend(BackendOptions{});
+  std::unique_ptr<ComputeBackend> reference =
+      *createBackend(sinter::test::backendOptions("reference"));
   ASSERT_TRUE(split);
   auto a = model::Decoder::create(*split, *w);
   auto b = model::Decoder::create(*reference, *w);
@@ -448,7 +453,7 @@ TEST_F(VulkanFuzzTest, DeadAttentionScoresAreSkippedAndLiveOnesKept) {
       gpu = vulkanBackend(true, stats);
     }
     ASSERT_TRUE(gpu);
-    std::unique_ptr<ComputeBackend> ref = *createBackend(BackendOptions{});
+    std::unique_ptr<ComputeBackend> ref = *createBackend(sinter::test::backendOptions("reference"));
     std::vector<std::vector<float>> scores, outs;
     for (ComputeBackend *b : {gpu.get(), ref.get()}) {
       auto upload = [&](const std::vector<float> &x) {

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """bench/report.py - decode benchmarks of every built backend, as a Markdown table and an SVG plot.
 
-Runs tools/sinter-run on each (model, backend) pair with SINTER_STATS=1, measures the machine's
-streaming-read bandwidth in the same run, and writes OUT/report.md and OUT/report.svg (default
-OUT: bench/results). Python 3 standard library only.
+Runs <build>/bin/sinter-run on each (model, backend) pair with SINTER_STATS=1, measures the
+machine's streaming-read bandwidth in the same run, and writes OUT/report.md and OUT/report.svg
+(default OUT: bench/results). Python 3 standard library only.
 
     python3 bench/report.py --build build                  # stories260K + tinyllama-1.1b Q4_0
     python3 bench/report.py --build build --tiny --out /tmp/r   # seconds: what CTest runs
@@ -383,7 +383,7 @@ def main(argv):
                     "lavapipe, whose buffers are host memory)")
     a = ap.parse_args(argv)
 
-    sinter_run = os.path.join(a.build, "tools", "sinter-run", "sinter-run")
+    sinter_run = os.path.join(a.build, "bin", "sinter-run")
     if not os.access(sinter_run, os.X_OK):
         print("report: %s not found: build the target sinter-run first" % sinter_run,
               file=sys.stderr)

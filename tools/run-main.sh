@@ -9,7 +9,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 bash "$root/tools/setup.sh"
 bash "$root/tools/build.sh"
 build=${SINTER_BUILD_DIR:-$root/build}
-run="$build/tools/sinter-run/sinter-run"
+run="$build/bin/sinter-run"
 model="$root/../shared/models/stories260K.bin"
 if [ -f "$model" ]; then
   "$run" --model "$model" --backend auto --steps 64

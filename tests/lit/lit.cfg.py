@@ -1,7 +1,8 @@
 # lit.cfg.py - how lit runs the FileCheck tests under tests/lit (loaded by lit.site.cfg.py).
 #
 # Every `.mlir` and `.test` file below this folder is a test; RUN lines use `sinter-opt`,
-# `sinter-dump`, `FileCheck` and `not`, which resolve to the build's tools and LLVM 19's.
+# `sinter-dump`, `sinter-run`, `FileCheck` and `not`, which resolve to the build's tools (all in
+# <build>/bin) and LLVM 19's.
 # `%shared` is the ../shared folder; tests that read its model say `REQUIRES: shared-models`,
 # and when the model is absent lit reports them UNSUPPORTED with the note printed below.
 import os
@@ -19,7 +20,7 @@ config.test_exec_root = os.path.join(config.sinter_obj_root, "tests", "lit")
 # Tools by full path, so a stray sinter-opt or FileCheck on PATH is never used.
 for tool, folder in [("sinter-opt", config.sinter_tools_dir),
                      ("sinter-dump", config.sinter_tools_dir),
-                     ("sinter-run", os.path.join(config.sinter_obj_root, "tools", "sinter-run")),
+                     ("sinter-run", config.sinter_tools_dir),
                      ("FileCheck", config.llvm_tools_dir),
                      ("not", config.llvm_tools_dir)]:
     path = os.path.join(folder, tool)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # RunCargoTest.sh - CTest's RustBinding test: `cargo test --offline` of bindings/rust against the
-# libsinter.so of this build.
+# libsinter.so of this build, then examples/rust-consumer (a crate that depends on bindings/rust)
+# built and run. Without LD_LIBRARY_PATH: both find libsinter.so through their run path.
 #
 # Usage: RunCargoTest.sh CARGO_OR_EMPTY CRATE_DIR LIB_DIR TARGET_DIR SHARED_DIR SINTER_RUN
 # Exits 77 (CTest's SKIP_RETURN_CODE for this test) with a message when cargo or ../shared (the
@@ -34,6 +35,15 @@ export SINTER_LIB_DIR="$libdir" SINTER_SHARED_DIR="$shared" CARGO_TARGET_DIR="$t
 export SINTER_BACKEND=lazy SINTER_DISABLE_FUSION=swiglu
 # cargo must not need the network: the crate has no dependencies.
 export CARGO_NET_OFFLINE=true
+# The binaries must find libsinter.so by their run path (build.rs), not by the environment.
+unset LD_LIBRARY_PATH
 cd "$crate"
 # --nocapture shows each decode's backend and every SKIPPED line.
-exec "$cargo" test --offline -- --test-threads=2 --nocapture
+"$cargo" test --offline -- --test-threads=2 --nocapture
+
+consumer="$(cd "$crate/../../examples/rust-consumer" && pwd)"
+echo "== examples/rust-consumer, a crate that depends on bindings/rust"
+"$cargo" build --offline --manifest-path "$consumer/Cargo.toml"
+for kind in reference lazy; do
+  "$target/debug/sinter-rust-consumer" "$kind"
+done

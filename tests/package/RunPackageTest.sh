@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # RunPackageTest.sh - CTest's InstalledPackage test: install this build into a temporary prefix,
-# then build examples/consumer against the installed tree only, once with find_package(Sinter)
-# and once with pkg-config (through CMake and with a bare `cc`), and run the programs.
+# run the installed commands (prefix/bin, without LD_LIBRARY_PATH), then build examples/consumer
+# against the installed tree only, once with find_package(Sinter) and once with pkg-config
+# (through CMake and with a bare `cc`), and run the programs.
 #
 # Usage: RunPackageTest.sh BUILD_DIR SOURCE_DIR WORK_DIR CMAKE C_COMPILER CXX_COMPILER GENERATOR
 # Exits 77 (the test's SKIP_RETURN_CODE), saying why, when pkg-config is missing.
@@ -24,6 +25,19 @@ test -f "$prefix/include/sinter/ComputeBackend.h"
 test -f "$libdir/cmake/Sinter/SinterConfig.cmake"
 test -f "$libdir/pkgconfig/sinter.pc"
 echo "installed: $(cd "$prefix" && find . -type f | sort | tr '\n' ' ')"
+
+# The commands run from prefix/bin on their run path alone.
+unset LD_LIBRARY_PATH
+for tool in sinter-run sinter-dump sinter-opt; do
+  test -x "$prefix/bin/$tool" || { echo "$prefix/bin/$tool is not installed"; exit 1; }
+  echo "$tool: run path $(readelf -d "$prefix/bin/$tool" | grep -oE '\[[^]]*ORIGIN[^]]*\]')"
+  "$prefix/bin/$tool" --help >"$work/$tool-help.log" ||
+    { cat "$work/$tool-help.log"; echo "$prefix/bin/$tool --help failed"; exit 1; }
+done
+"$prefix/bin/sinter-run" --synthetic nano --backend lazy --steps 4 --no-stop --check
+"$prefix/bin/sinter-dump" --synthetic nano --steps 1 >"$work/sinter-dump.log" ||
+  { cat "$work/sinter-dump.log"; exit 1; }
+echo "sinter-dump: $(grep -ci kernel "$work/sinter-dump.log") lines about kernels"
 
 # Only the installed tree: the consumer must not see the source tree or the build tree.
 configure_and_run() {

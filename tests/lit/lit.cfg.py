@@ -40,7 +40,7 @@ else:
                     "UNSUPPORTED" % stories)
 
 # `REQUIRES: lavapipe`: tests that expect Mesa's software Vulkan device in sinter-run's list.
-sinter_run = os.path.join(config.sinter_obj_root, "tools", "sinter-run", "sinter-run")
+sinter_run = os.path.join(config.sinter_tools_dir, "sinter-run")
 try:
     listed = subprocess.run([sinter_run, "--list-devices"], capture_output=True, text=True,
                             timeout=60).stdout

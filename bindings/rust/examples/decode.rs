@@ -47,7 +47,7 @@ fn main() {
     println!(
         "backend: {} ({:?})",
         backend.name(),
-        backend.device_info().kind
+        backend.device_info().backend
     );
     println!("tokens: {}", ids.join(" "));
     println!(

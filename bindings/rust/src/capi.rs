@@ -2,14 +2,17 @@
 //!
 //! Each trait method is one call of sinter.h. A failing call returns its status code and the
 //! message the library keeps for the calling thread. The library serializes concurrent calls on
-//! one backend, so `Backend` is `Send + Sync` and its methods take `&self`.
+//! one backend, so `Backend` is `Send + Sync` (as the trait requires) with no lock of its own, and
+//! its methods take `&self`.
 use std::ffi::{CStr, CString};
 use std::os::raw::c_char;
 use std::ptr::{self, NonNull};
 
 use crate::error::check;
 use crate::ffi;
-use crate::{BackendKind, BufferHandle, ComputeBackend, DType, DeviceInfo, Error, StatusCode};
+use crate::{
+    BackendKind, BufferHandle, ComputeBackend, DType, DeviceInfo, Error, Result, StatusCode,
+};
 
 /// How to build a backend (the C ABI's sinter_backend_create_on_device arguments).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,14 +47,22 @@ impl Default for BackendOptions {
 /// A Sinter backend created through the C ABI; dropped with sinter_backend_destroy.
 pub struct Backend {
     raw: NonNull<ffi::sinter_backend>,
+    /// sinter_name's answer, read once at creation: `name()` lends it as `&str`.
+    name: String,
 }
 
-// SAFETY: every sinter.h function taking a backend, except sinter_backend_destroy (called only
-// from Drop, with the backend exclusively owned), is safe to call from several threads at once.
+// SAFETY: sinter.h guarantees that every function taking a backend, except
+// sinter_backend_destroy, is safe to call from several threads at once: the library serializes
+// the calls on one backend and they take effect in that order. sinter_backend_destroy is called
+// only from Drop, which has the backend exclusively (`&mut self`), so no other call can overlap
+// it. The backend is not tied to the thread that created it (no thread-local state in the
+// handle; the per-thread last-error message is read by the thread that made the failing call),
+// so moving it to another thread (Send) and sharing `&Backend` between threads (Sync) are sound.
+// The other field, `name`, is an immutable String.
 unsafe impl Send for Backend {}
 unsafe impl Sync for Backend {}
 
-fn c_string(what: &str, s: &str) -> Result<CString, Error> {
+fn c_string(what: &str, s: &str) -> Result<CString> {
     CString::new(s).map_err(|_| {
         Error::new(
             StatusCode::InvalidArgument,
@@ -64,7 +75,7 @@ fn c_string(what: &str, s: &str) -> Result<CString, Error> {
 /// the exact length when it was truncated.
 fn read_string(
     mut call: impl FnMut(*mut c_char, usize, *mut usize) -> ffi::sinter_status,
-) -> Result<String, Error> {
+) -> Result<String> {
     let mut buf = vec![0u8; 64];
     loop {
         let mut len = 0usize;
@@ -123,7 +134,7 @@ fn backend_kind(raw: u32) -> BackendKind {
 }
 
 /// Every device Sinter can run on: the Vulkan devices, then the host CPU (always there).
-pub fn list_devices() -> Result<Vec<Device>, Error> {
+pub fn list_devices() -> Result<Vec<Device>> {
     let mut count = 0u32;
     // SAFETY: `count` is writable.
     check(unsafe { ffi::sinter_device_count(&mut count) })?;
@@ -168,7 +179,7 @@ pub fn list_devices() -> Result<Vec<Device>, Error> {
 impl Backend {
     /// A backend of `kind` ("auto", "reference", "lazy", "cpu", "vulkan"); the environment is
     /// ignored.
-    pub fn new(kind: &str) -> Result<Backend, Error> {
+    pub fn new(kind: &str) -> Result<Backend> {
         Backend::with_options(&BackendOptions {
             kind: kind.to_string(),
             ..BackendOptions::default()
@@ -177,7 +188,7 @@ impl Backend {
 
     /// A backend of the kind SINTER_BACKEND names (default "auto"), with
     /// SINTER_DISABLE_FUSION applied.
-    pub fn from_environment() -> Result<Backend, Error> {
+    pub fn from_environment() -> Result<Backend> {
         Backend::with_options(&BackendOptions {
             kind: String::new(),
             ..BackendOptions::default()
@@ -186,7 +197,7 @@ impl Backend {
 
     /// A backend built from `options`. FailedPrecondition when the library was built for another
     /// C ABI version than these declarations.
-    pub fn with_options(options: &BackendOptions) -> Result<Backend, Error> {
+    pub fn with_options(options: &BackendOptions) -> Result<Backend> {
         // SAFETY: no arguments.
         let abi = unsafe { ffi::sinter_abi_version() };
         if abi != ffi::SINTER_ABI_VERSION {
@@ -213,17 +224,31 @@ impl Backend {
                 &mut raw,
             )
         })?;
-        NonNull::new(raw).map(|raw| Backend { raw }).ok_or_else(|| {
+        let raw = NonNull::new(raw).ok_or_else(|| {
             Error::new(
                 StatusCode::Internal,
                 "sinter_backend_create_on_device gave NULL",
             )
-        })
+        })?;
+        let mut backend = Backend {
+            raw,
+            name: String::new(),
+        };
+        // SAFETY: a live backend; `buf` holds `cap` bytes and `len` is writable.
+        backend.name =
+            read_string(|buf, cap, len| unsafe { ffi::sinter_name(backend.ptr(), buf, cap, len) })?;
+        Ok(backend)
     }
 
     fn ptr(&self) -> *mut ffi::sinter_backend {
         self.raw.as_ptr()
     }
+}
+
+/// A byte count or byte offset of the trait (usize) as the C ABI's uint64_t: lossless, usize has
+/// at most 64 bits on every target Rust supports.
+fn bytes(n: usize) -> u64 {
+    n as u64
 }
 
 impl Drop for Backend {
@@ -234,14 +259,13 @@ impl Drop for Backend {
 }
 
 impl ComputeBackend for Backend {
-    fn name(&self) -> String {
-        // A live backend cannot fail here (only NULL can); an error would read as "".
-        read_string(|buf, cap, len| unsafe { ffi::sinter_name(self.ptr(), buf, cap, len) })
-            .unwrap_or_default()
+    fn name(&self) -> &str {
+        &self.name
     }
 
     fn device_info(&self) -> DeviceInfo {
         let (mut kind, mut memory_bytes, mut compute_units) = (0u32, 0u64, 0u32);
+        // A live backend cannot fail here (only NULL can); an error would read as "".
         let name = read_string(|buf, cap, len| unsafe {
             ffi::sinter_device_info(
                 self.ptr(),
@@ -256,59 +280,59 @@ impl ComputeBackend for Backend {
         .unwrap_or_default();
         DeviceInfo {
             name,
-            kind: backend_kind(kind),
+            backend: backend_kind(kind),
             memory_bytes,
             compute_units,
         }
     }
 
-    fn allocate(&self, size_bytes: u64) -> Result<BufferHandle, Error> {
+    fn allocate(&self, size_bytes: usize) -> Result<BufferHandle> {
         let mut id = 0u64;
-        check(unsafe { ffi::sinter_allocate(self.ptr(), size_bytes, &mut id) })?;
+        check(unsafe { ffi::sinter_allocate(self.ptr(), bytes(size_bytes), &mut id) })?;
         Ok(BufferHandle(id))
     }
 
-    fn free(&self, handle: BufferHandle) -> Result<(), Error> {
+    fn free(&self, handle: BufferHandle) -> Result<()> {
         check(unsafe { ffi::sinter_free(self.ptr(), handle.0) })
     }
 
     fn matmul(
         &self,
-        a: BufferHandle,
-        b: BufferHandle,
-        out: BufferHandle,
+        a: &BufferHandle,
+        b: &BufferHandle,
+        out: &BufferHandle,
         m: u32,
         n: u32,
         k: u32,
-    ) -> Result<(), Error> {
+    ) -> Result<()> {
         check(unsafe { ffi::sinter_matmul(self.ptr(), a.0, b.0, out.0, m, n, k) })
     }
 
-    fn softmax(&self, input: BufferHandle, out: BufferHandle, size: u32) -> Result<(), Error> {
-        check(unsafe { ffi::sinter_softmax(self.ptr(), input.0, out.0, size) })
+    fn softmax(&self, input: &BufferHandle, output: &BufferHandle, size: u32) -> Result<()> {
+        check(unsafe { ffi::sinter_softmax(self.ptr(), input.0, output.0, size) })
     }
 
     fn rms_norm(
         &self,
-        input: BufferHandle,
-        weight: BufferHandle,
-        out: BufferHandle,
+        input: &BufferHandle,
+        weight: &BufferHandle,
+        output: &BufferHandle,
         size: u32,
         eps: f32,
-    ) -> Result<(), Error> {
-        check(unsafe { ffi::sinter_rms_norm(self.ptr(), input.0, weight.0, out.0, size, eps) })
+    ) -> Result<()> {
+        check(unsafe { ffi::sinter_rms_norm(self.ptr(), input.0, weight.0, output.0, size, eps) })
     }
 
     fn rope(
         &self,
-        q: BufferHandle,
-        k: BufferHandle,
+        q: &BufferHandle,
+        k: &BufferHandle,
         pos: u32,
         head_dim: u32,
         freq_base: f32,
         n_heads_q: u32,
         n_heads_k: u32,
-    ) -> Result<(), Error> {
+    ) -> Result<()> {
         check(unsafe {
             ffi::sinter_rope(
                 self.ptr(),
@@ -323,88 +347,83 @@ impl ComputeBackend for Backend {
         })
     }
 
-    fn silu(&self, input: BufferHandle, out: BufferHandle, size: u32) -> Result<(), Error> {
-        check(unsafe { ffi::sinter_silu(self.ptr(), input.0, out.0, size) })
+    fn silu(&self, input: &BufferHandle, output: &BufferHandle, size: u32) -> Result<()> {
+        check(unsafe { ffi::sinter_silu(self.ptr(), input.0, output.0, size) })
     }
 
     fn element_mul(
         &self,
-        a: BufferHandle,
-        b: BufferHandle,
-        out: BufferHandle,
+        a: &BufferHandle,
+        b: &BufferHandle,
+        output: &BufferHandle,
         size: u32,
-    ) -> Result<(), Error> {
-        check(unsafe { ffi::sinter_element_mul(self.ptr(), a.0, b.0, out.0, size) })
+    ) -> Result<()> {
+        check(unsafe { ffi::sinter_element_mul(self.ptr(), a.0, b.0, output.0, size) })
     }
 
     fn add(
         &self,
-        a: BufferHandle,
-        b: BufferHandle,
-        out: BufferHandle,
+        a: &BufferHandle,
+        b: &BufferHandle,
+        output: &BufferHandle,
         size: u32,
-    ) -> Result<(), Error> {
-        check(unsafe { ffi::sinter_add(self.ptr(), a.0, b.0, out.0, size) })
+    ) -> Result<()> {
+        check(unsafe { ffi::sinter_add(self.ptr(), a.0, b.0, output.0, size) })
     }
 
-    fn copy_to_device(&self, data: &[u8], handle: BufferHandle) -> Result<(), Error> {
+    fn copy_to_device(&self, data: &[u8], handle: &BufferHandle) -> Result<()> {
         // SAFETY: the slice is valid for data.len() bytes during the call.
         check(unsafe {
             ffi::sinter_copy_to_device(self.ptr(), data.as_ptr(), data.len(), handle.0)
         })
     }
 
-    fn copy_from_device(&self, handle: BufferHandle, data: &mut [u8]) -> Result<(), Error> {
+    fn copy_from_device(&self, handle: &BufferHandle, data: &mut [u8]) -> Result<()> {
         // SAFETY: the slice is valid and exclusively borrowed for data.len() bytes.
         check(unsafe {
             ffi::sinter_copy_from_device(self.ptr(), handle.0, data.as_mut_ptr(), data.len())
         })
     }
 
-    fn copy_buffer(
-        &self,
-        src: BufferHandle,
-        dst: BufferHandle,
-        size_bytes: u64,
-    ) -> Result<(), Error> {
-        check(unsafe { ffi::sinter_copy_buffer(self.ptr(), src.0, dst.0, size_bytes) })
+    fn copy_buffer(&self, src: &BufferHandle, dst: &BufferHandle, size: usize) -> Result<()> {
+        check(unsafe { ffi::sinter_copy_buffer(self.ptr(), src.0, dst.0, bytes(size)) })
     }
 
     fn copy_buffer_offset(
         &self,
-        src: BufferHandle,
-        dst: BufferHandle,
-        src_offset: u64,
-        dst_offset: u64,
-        size_bytes: u64,
-    ) -> Result<(), Error> {
+        src: &BufferHandle,
+        dst: &BufferHandle,
+        src_offset: usize,
+        dst_offset: usize,
+        size: usize,
+    ) -> Result<()> {
         check(unsafe {
             ffi::sinter_copy_buffer_offset(
                 self.ptr(),
                 src.0,
                 dst.0,
-                src_offset,
-                dst_offset,
-                size_bytes,
+                bytes(src_offset),
+                bytes(dst_offset),
+                bytes(size),
             )
         })
     }
 
-    fn synchronize(&self) -> Result<(), Error> {
+    fn synchronize(&self) -> Result<()> {
         check(unsafe { ffi::sinter_synchronize(self.ptr()) })
     }
 
     fn attn_score(
         &self,
-        q: BufferHandle,
-        k_cache: BufferHandle,
-        scores: BufferHandle,
+        q: &BufferHandle,
+        k_cache: &BufferHandle,
+        scores: &BufferHandle,
         head_dim: u32,
         seq_len: u32,
         head_offset: u32,
         kv_offset: u32,
         kv_stride: u32,
-    ) -> Result<(), Error> {
+    ) -> Result<()> {
         check(unsafe {
             ffi::sinter_attn_score(
                 self.ptr(),
@@ -422,21 +441,21 @@ impl ComputeBackend for Backend {
 
     fn attn_value(
         &self,
-        weights: BufferHandle,
-        v_cache: BufferHandle,
-        out: BufferHandle,
+        weights: &BufferHandle,
+        v_cache: &BufferHandle,
+        output: &BufferHandle,
         head_dim: u32,
         seq_len: u32,
         kv_offset: u32,
         kv_stride: u32,
         out_offset: u32,
-    ) -> Result<(), Error> {
+    ) -> Result<()> {
         check(unsafe {
             ffi::sinter_attn_value(
                 self.ptr(),
                 weights.0,
                 v_cache.0,
-                out.0,
+                output.0,
                 head_dim,
                 seq_len,
                 kv_offset,
@@ -448,19 +467,19 @@ impl ComputeBackend for Backend {
 
     fn quantized_matmul(
         &self,
-        weights: BufferHandle,
-        x: BufferHandle,
-        out: BufferHandle,
+        weights: &BufferHandle,
+        input: &BufferHandle,
+        output: &BufferHandle,
         n_rows: u32,
         n_cols: u32,
         dtype: DType,
-    ) -> Result<(), Error> {
+    ) -> Result<()> {
         check(unsafe {
             ffi::sinter_quantized_matmul(
                 self.ptr(),
                 weights.0,
-                x.0,
-                out.0,
+                input.0,
+                output.0,
                 n_rows,
                 n_cols,
                 dtype.id(),

@@ -134,8 +134,12 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// What every fallible `ComputeBackend` method returns: the shape of yule-core's
+/// `yule_core::error::Result<T>`, with [`Error`] in place of its error type.
+pub type Result<T> = std::result::Result<T, Error>;
+
 /// `Ok(())` for SINTER_OK, else the error with this thread's last message.
-pub(crate) fn check(status: ffi::sinter_status) -> Result<(), Error> {
+pub(crate) fn check(status: ffi::sinter_status) -> Result<()> {
     if status == 0 {
         return Ok(());
     }

@@ -18,18 +18,18 @@ fn run(kind: Option<&str>) -> Result<(String, Vec<f32>), Error> {
     let (a, b) = ([1.0f32, 2.0, 3.0, 4.0], [10.0f32, 20.0, 30.0, 40.0]);
     let ha = backend.allocate(16)?;
     let hb = backend.allocate(16)?;
-    backend.copy_to_device(&to_bytes(&a), ha)?;
-    backend.copy_to_device(&to_bytes(&b), hb)?;
-    backend.add(ha, hb, ha, 4)?;
+    backend.copy_to_device(&to_bytes(&a), &ha)?;
+    backend.copy_to_device(&to_bytes(&b), &hb)?;
+    backend.add(&ha, &hb, &ha, 4)?;
     let mut out = [0u8; 16];
-    backend.copy_from_device(ha, &mut out)?;
+    backend.copy_from_device(&ha, &mut out)?;
     backend.free(ha)?;
     backend.free(hb)?;
     let sum = out
         .chunks(4)
         .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
         .collect();
-    Ok((backend.name(), sum))
+    Ok((backend.name().to_string(), sum))
 }
 
 fn main() {

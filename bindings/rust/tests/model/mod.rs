@@ -3,11 +3,17 @@
 //! A small port of tools/model (Llama2cLoader.cpp, Decoder.cpp, Sampler.cpp's argmax) that issues
 //! the C++ driver's calls in the same order, so its greedy tokens must equal the C++ golden. F32
 //! matrices go through quantized_matmul with DType::F32, as the driver does by default.
+//!
+//! The decoder is an engine written against yule-gpu 0.1.0's trait and nothing else: generic over
+//! `B: ComputeBackend + ?Sized` (a `dyn ComputeBackend` too), it names only the trait's items.
+//! Against yule-gpu the same code compiles with these imports instead:
+//! `use yule_core::dtype::DType; use yule_core::error::Result;
+//! use yule_gpu::{BufferHandle, ComputeBackend};`.
 #![allow(dead_code)]
 
 use std::path::PathBuf;
 
-use sinter::{BufferHandle, ComputeBackend, DType, Error};
+use sinter::{BufferHandle, ComputeBackend, DType, Result};
 
 /// The model's shape, from the checkpoint's header.
 #[derive(Clone, Copy, Debug)]
@@ -64,7 +70,7 @@ pub fn stories260k_path() -> PathBuf {
 }
 
 /// Parses a llama2.c checkpoint: 7 i32 header fields, then the f32 tensors in file order.
-pub fn parse_llama2c(bytes: &[u8]) -> Result<Weights<'_>, String> {
+pub fn parse_llama2c(bytes: &[u8]) -> std::result::Result<Weights<'_>, String> {
     const HEADER: usize = 7 * 4;
     if bytes.len() < HEADER {
         return Err(format!(
@@ -187,7 +193,7 @@ struct DeviceLayer {
 }
 
 /// The decoder: weights, KV caches and activations on one backend, freed on drop.
-pub struct Decoder<'b, B: ComputeBackend> {
+pub struct Decoder<'b, B: ComputeBackend + ?Sized> {
     b: &'b B,
     c: Config,
     owned: Vec<BufferHandle>,
@@ -208,22 +214,23 @@ pub struct Decoder<'b, B: ComputeBackend> {
     logits: BufferHandle,
 }
 
-const F: u64 = 4;
+/// Bytes of an f32.
+const F: usize = 4;
 
-impl<'b, B: ComputeBackend> Decoder<'b, B> {
-    fn alloc(&mut self, bytes: u64) -> Result<BufferHandle, Error> {
+impl<'b, B: ComputeBackend + ?Sized> Decoder<'b, B> {
+    fn alloc(&mut self, bytes: usize) -> Result<BufferHandle> {
         let h = self.b.allocate(bytes)?;
         self.owned.push(h);
         Ok(h)
     }
 
-    fn upload(&mut self, bytes: &[u8]) -> Result<BufferHandle, Error> {
-        let h = self.alloc(bytes.len() as u64)?;
-        self.b.copy_to_device(bytes, h)?;
+    fn upload(&mut self, bytes: &[u8]) -> Result<BufferHandle> {
+        let h = self.alloc(bytes.len())?;
+        self.b.copy_to_device(bytes, &h)?;
         Ok(h)
     }
 
-    fn matrix(&mut self, bytes: &[u8], rows: u32, cols: u32) -> Result<Matrix, Error> {
+    fn matrix(&mut self, bytes: &[u8], rows: u32, cols: u32) -> Result<Matrix> {
         Ok(Matrix {
             buffer: self.upload(bytes)?,
             rows,
@@ -232,7 +239,7 @@ impl<'b, B: ComputeBackend> Decoder<'b, B> {
     }
 
     /// Uploads the weights in the C++ driver's order and allocates caches and activations.
-    pub fn new(b: &'b B, w: &Weights<'_>) -> Result<Self, Error> {
+    pub fn new(b: &'b B, w: &Weights<'_>) -> Result<Self> {
         let c = w.config;
         let none = BufferHandle(0);
         let empty = Matrix {
@@ -272,7 +279,7 @@ impl<'b, B: ComputeBackend> Decoder<'b, B> {
             let gate = d.matrix(l.gate, hidden, dim)?;
             let up = d.matrix(l.up, hidden, dim)?;
             let down = d.matrix(l.down, dim, hidden)?;
-            let cache = c.seq_len as u64 * kv as u64 * F;
+            let cache = c.seq_len as usize * kv as usize * F;
             let k_cache = d.alloc(cache)?;
             let v_cache = d.alloc(cache)?;
             d.layers.push(DeviceLayer {
@@ -298,18 +305,18 @@ impl<'b, B: ComputeBackend> Decoder<'b, B> {
                 cols: dim,
             },
         };
-        let (dim_b, kv_b, hidden_b) = (dim as u64 * F, kv as u64 * F, hidden as u64 * F);
+        let (dim_b, kv_b, hidden_b) = (dim as usize * F, kv as usize * F, hidden as usize * F);
         d.x = d.alloc(dim_b)?;
         d.residual = d.alloc(dim_b)?;
         d.xb = d.alloc(dim_b)?;
         d.q = d.alloc(dim_b)?;
         d.k = d.alloc(kv_b)?;
         d.v = d.alloc(kv_b)?;
-        d.scores = d.alloc(c.seq_len as u64 * F)?;
+        d.scores = d.alloc(c.seq_len as usize * F)?;
         d.attn_out = d.alloc(dim_b)?;
         d.hb = d.alloc(hidden_b)?;
         d.hb2 = d.alloc(hidden_b)?;
-        d.logits = d.alloc(c.vocab_size as u64 * F)?;
+        d.logits = d.alloc(c.vocab_size as usize * F)?;
         Ok(d)
     }
 
@@ -317,49 +324,50 @@ impl<'b, B: ComputeBackend> Decoder<'b, B> {
         self.c
     }
 
-    fn matvec(&self, m: Matrix, x: BufferHandle, out: BufferHandle) -> Result<(), Error> {
+    fn matvec(&self, m: &Matrix, x: &BufferHandle, out: &BufferHandle) -> Result<()> {
         self.b
-            .quantized_matmul(m.buffer, x, out, m.rows, m.cols, DType::F32)
+            .quantized_matmul(&m.buffer, x, out, m.rows, m.cols, DType::F32)
     }
 
-    fn layer_step(&self, l: &DeviceLayer, pos: u32) -> Result<(), Error> {
+    fn layer_step(&self, l: &DeviceLayer, pos: u32) -> Result<()> {
         let (c, b) = (self.c, self.b);
         let (head_dim, kv_dim, seq_len) = (c.head_dim(), c.kv_dim(), pos + 1);
         let group = c.n_heads / c.n_kv_heads;
-        b.copy_buffer(self.x, self.residual, c.dim as u64 * F)?;
-        b.rms_norm(self.x, l.attn_norm, self.xb, c.dim, c.eps)?;
-        self.matvec(l.wq, self.xb, self.q)?;
-        self.matvec(l.wk, self.xb, self.k)?;
-        self.matvec(l.wv, self.xb, self.v)?;
+        let dim_bytes = c.dim as usize * F;
+        b.copy_buffer(&self.x, &self.residual, dim_bytes)?;
+        b.rms_norm(&self.x, &l.attn_norm, &self.xb, c.dim, c.eps)?;
+        self.matvec(&l.wq, &self.xb, &self.q)?;
+        self.matvec(&l.wk, &self.xb, &self.k)?;
+        self.matvec(&l.wv, &self.xb, &self.v)?;
         b.rope(
-            self.q,
-            self.k,
+            &self.q,
+            &self.k,
             pos,
             head_dim,
             c.rope_base,
             c.n_heads,
             c.n_kv_heads,
         )?;
-        let at = pos as u64 * kv_dim as u64 * F;
-        b.copy_buffer_offset(self.k, l.k_cache, 0, at, kv_dim as u64 * F)?;
-        b.copy_buffer_offset(self.v, l.v_cache, 0, at, kv_dim as u64 * F)?;
+        let (at, kv_bytes) = (pos as usize * kv_dim as usize * F, kv_dim as usize * F);
+        b.copy_buffer_offset(&self.k, &l.k_cache, 0, at, kv_bytes)?;
+        b.copy_buffer_offset(&self.v, &l.v_cache, 0, at, kv_bytes)?;
         for h in 0..c.n_heads {
             let kv_off = h / group * head_dim;
             b.attn_score(
-                self.q,
-                l.k_cache,
-                self.scores,
+                &self.q,
+                &l.k_cache,
+                &self.scores,
                 head_dim,
                 seq_len,
                 h * head_dim,
                 kv_off,
                 kv_dim,
             )?;
-            b.softmax(self.scores, self.scores, seq_len)?;
+            b.softmax(&self.scores, &self.scores, seq_len)?;
             b.attn_value(
-                self.scores,
-                l.v_cache,
-                self.attn_out,
+                &self.scores,
+                &l.v_cache,
+                &self.attn_out,
                 head_dim,
                 seq_len,
                 kv_off,
@@ -367,32 +375,33 @@ impl<'b, B: ComputeBackend> Decoder<'b, B> {
                 h * head_dim,
             )?;
         }
-        self.matvec(l.wo, self.attn_out, self.xb)?;
-        b.add(self.xb, self.residual, self.x, c.dim)?;
-        b.copy_buffer(self.x, self.residual, c.dim as u64 * F)?;
-        b.rms_norm(self.x, l.ffn_norm, self.xb, c.dim, c.eps)?;
-        self.matvec(l.gate, self.xb, self.hb)?;
-        self.matvec(l.up, self.xb, self.hb2)?;
-        b.silu(self.hb, self.hb, c.hidden_dim)?;
-        b.element_mul(self.hb, self.hb2, self.hb, c.hidden_dim)?;
-        self.matvec(l.down, self.hb, self.xb)?;
-        b.add(self.xb, self.residual, self.x, c.dim)
+        self.matvec(&l.wo, &self.attn_out, &self.xb)?;
+        b.add(&self.xb, &self.residual, &self.x, c.dim)?;
+        b.copy_buffer(&self.x, &self.residual, dim_bytes)?;
+        b.rms_norm(&self.x, &l.ffn_norm, &self.xb, c.dim, c.eps)?;
+        self.matvec(&l.gate, &self.xb, &self.hb)?;
+        self.matvec(&l.up, &self.xb, &self.hb2)?;
+        b.silu(&self.hb, &self.hb, c.hidden_dim)?;
+        b.element_mul(&self.hb, &self.hb2, &self.hb, c.hidden_dim)?;
+        self.matvec(&l.down, &self.hb, &self.xb)?;
+        b.add(&self.xb, &self.residual, &self.x, c.dim)
     }
 
     /// Runs `token` at `pos` (0..pos-1 ran before) and returns the vocab_size logits.
-    pub fn step(&self, token: u32, pos: u32) -> Result<Vec<f32>, Error> {
+    pub fn step(&self, token: u32, pos: u32) -> Result<Vec<f32>> {
         let c = self.c;
-        let row = token as u64 * c.dim as u64 * F;
+        let dim_bytes = c.dim as usize * F;
+        let row = token as usize * dim_bytes;
         self.b
-            .copy_buffer_offset(self.embedding, self.x, row, 0, c.dim as u64 * F)?;
+            .copy_buffer_offset(&self.embedding, &self.x, row, 0, dim_bytes)?;
         for l in &self.layers {
             self.layer_step(l, pos)?;
         }
         self.b
-            .rms_norm(self.x, self.output_norm, self.xb, c.dim, c.eps)?;
-        self.matvec(self.classifier, self.xb, self.logits)?;
-        let mut bytes = vec![0u8; c.vocab_size as usize * 4];
-        self.b.copy_from_device(self.logits, &mut bytes)?;
+            .rms_norm(&self.x, &self.output_norm, &self.xb, c.dim, c.eps)?;
+        self.matvec(&self.classifier, &self.xb, &self.logits)?;
+        let mut bytes = vec![0u8; c.vocab_size as usize * F];
+        self.b.copy_from_device(&self.logits, &mut bytes)?;
         Ok(bytes
             .chunks_exact(4)
             .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
@@ -400,7 +409,7 @@ impl<'b, B: ComputeBackend> Decoder<'b, B> {
     }
 }
 
-impl<B: ComputeBackend> Drop for Decoder<'_, B> {
+impl<B: ComputeBackend + ?Sized> Drop for Decoder<'_, B> {
     fn drop(&mut self) {
         for &h in &self.owned {
             let _ = self.b.free(h);
@@ -420,10 +429,10 @@ pub fn argmax(logits: &[f32]) -> u32 {
 }
 
 /// Greedy tokens from BOS (1) until BOS comes back, `steps` tokens, or the context is full.
-pub fn generate_greedy<B: ComputeBackend>(
+pub fn generate_greedy<B: ComputeBackend + ?Sized>(
     d: &Decoder<'_, B>,
     steps: usize,
-) -> Result<Vec<u32>, Error> {
+) -> Result<Vec<u32>> {
     let mut out = Vec::new();
     let mut token = 1u32;
     for pos in 0..d.config().seq_len {

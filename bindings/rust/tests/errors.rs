@@ -102,7 +102,7 @@ fn what_yule_clamps_or_ignores_is_an_error_here() {
         // copy_buffer past either buffer's end: yule copies the part that fits.
         let err = b.copy_buffer(&big, &small, 16).unwrap_err();
         assert_eq!(err.code(), StatusCode::OutOfRange, "{kind}: {err}");
-        // copy_buffer_offset past the source's end: yule shortens the copy.
+        // copy_buffer_offset past the source's end: yule panics.
         let err = b.copy_buffer_offset(&small, &big, 4, 0, 8).unwrap_err();
         assert_eq!(err.code(), StatusCode::OutOfRange, "{kind}: {err}");
         // A host slice longer than the buffer: yule panics.
@@ -112,6 +112,11 @@ fn what_yule_clamps_or_ignores_is_an_error_here() {
         // do not fit an 8-byte q.
         let err = b.rope(&small, &big, 1, 4, 10000.0, 2, 1).unwrap_err();
         assert_eq!(err.code(), StatusCode::OutOfRange, "{kind}: {err}");
+        // rope's freq_base and rms_norm's eps out of their domain: yule computes with them.
+        let err = b.rope(&big, &big, 1, 4, 0.5, 1, 1).unwrap_err();
+        assert_eq!(err.code(), StatusCode::InvalidArgument, "{kind}: {err}");
+        let err = b.rms_norm(&big, &big, &big, 4, -1.0).unwrap_err();
+        assert_eq!(err.code(), StatusCode::InvalidArgument, "{kind}: {err}");
         // An element count past the end: yule panics on the slice index.
         let err = b.add(&small, &small, &small, 4).unwrap_err();
         assert_eq!(err.code(), StatusCode::OutOfRange, "{kind}: {err}");

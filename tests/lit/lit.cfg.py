@@ -20,6 +20,7 @@ config.test_exec_root = os.path.join(config.sinter_obj_root, "tests", "lit")
 for tool, folder in [("sinter-opt", config.sinter_tools_dir),
                      ("sinter-dump", config.sinter_tools_dir),
                      ("sinter-run", os.path.join(config.sinter_obj_root, "tools", "sinter-run")),
+                     ("sinter-bench", os.path.join(config.sinter_obj_root, "tools", "sinter-bench")),
                      ("FileCheck", config.llvm_tools_dir),
                      ("not", config.llvm_tools_dir)]:
     path = os.path.join(folder, tool)
@@ -37,6 +38,9 @@ if os.path.exists(stories):
 else:
     lit_config.note("%s is absent: the tests that need it (REQUIRES: shared-models) are "
                     "UNSUPPORTED" % stories)
+
+# `%tools` is the source tree's tools/ folder (its scripts).
+config.substitutions.append(("%tools", os.path.join(config.sinter_src_root, "tools")))
 
 # `REQUIRES: lavapipe`: tests that expect Mesa's software Vulkan device in sinter-run's list.
 sinter_run = os.path.join(config.sinter_obj_root, "tools", "sinter-run", "sinter-run")

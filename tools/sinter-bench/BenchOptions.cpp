@@ -80,8 +80,8 @@ const std::vector<Flag<BenchOptions>> &flags() {
         {"-d", "D", "the same as --depth",
          [](O &o, V v) { return parseCounts("-d", v, 0, &o.depths); }},
         {"--bandwidth", "GBPS",
-         "the memory bandwidth the floor divides by, GB/s (default: on the host, a streaming "
-         "read measured now; on a Vulkan device none, and the floor column stays empty)",
+         "the memory bandwidth the floor divides by, GB/s (default: measured now; on the host "
+         "a streaming read, on a Vulkan device the copy probe of the Vulkan decode benchmark)",
          [](O &o, V v) {
            float gbps;
            if (!tools::parseFloat("--bandwidth", v, &gbps).ok() || gbps <= 0)

@@ -20,7 +20,6 @@ config.test_exec_root = os.path.join(config.sinter_obj_root, "tests", "lit")
 for tool, folder in [("sinter-opt", config.sinter_tools_dir),
                      ("sinter-dump", config.sinter_tools_dir),
                      ("sinter-run", os.path.join(config.sinter_obj_root, "tools", "sinter-run")),
-                     ("sinter-bench", os.path.join(config.sinter_obj_root, "tools", "sinter-bench")),
                      ("FileCheck", config.llvm_tools_dir),
                      ("not", config.llvm_tools_dir)]:
     path = os.path.join(folder, tool)
@@ -41,6 +40,13 @@ else:
 
 # `%tools` is the source tree's tools/ folder (its scripts).
 config.substitutions.append(("%tools", os.path.join(config.sinter_src_root, "tools")))
+
+# sinter-bench by full path too: in the tools folder where the commands build into <build>/bin,
+# else in its own build folder.
+sinter_bench = os.path.join(config.sinter_tools_dir, "sinter-bench")
+if not os.path.exists(sinter_bench):
+    sinter_bench = os.path.join(config.sinter_obj_root, "tools", "sinter-bench", "sinter-bench")
+config.substitutions.append((r"(?<![\w./-])sinter-bench(?![\w.-])", sinter_bench))
 
 # `REQUIRES: lavapipe`: tests that expect Mesa's software Vulkan device in sinter-run's list.
 sinter_run = os.path.join(config.sinter_obj_root, "tools", "sinter-run", "sinter-run")

@@ -15,15 +15,16 @@ run="$build/tools/sinter-run/sinter-run"
 model="$root/../shared/models/stories260K.bin"
 records=$(mktemp -d)
 trap 'rm -rf "$records"' EXIT
-rc=0
+rc=0 # the first failure's exit status; the summary still shows the runs that worked
+keep() { [ "$rc" -ne 0 ] || rc=$1; }
 if [ -f "$model" ]; then
-  "$run" --model "$model" --backend auto --steps 64 --json "$records/1.json" || rc=$?
+  "$run" --model "$model" --backend auto --steps 64 --json "$records/1.json" || keep $?
 else
   echo "run-main: $model is absent (../shared beside the checkout); skipping stories260K" >&2
 fi
 echo
 "$run" --synthetic tinyllama-1.1b --dtype q4_0 --backend auto --steps 32 \
-  --json "$records/2.json" "$@" || rc=$?
+  --json "$records/2.json" "$@" || keep $?
 echo
 python3 "$root/tools/run-summary.py" "$records/1.json" "$records/2.json"
 exit $rc

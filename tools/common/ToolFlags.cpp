@@ -101,8 +101,8 @@ std::vector<Flag<BackendFlags>> backendFlags() {
          return S();
        }},
       {"--device", "DEVICE",
-       "the device to run on: an index or a part of a name from --list-devices, or cpu "
-       "(default: the backend's choice)",
+       "the device to run on: an index or a part of a name from sinter-run --list-devices, or "
+       "cpu (default: the backend's choice)",
        [](O &o, V v) {
          o.device = v;
          return S();

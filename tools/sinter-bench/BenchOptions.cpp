@@ -125,8 +125,9 @@ std::string benchHelpText() {
       "Each row times -n decode steps after --depth positions of context, -r times, after\n"
       "warm-up steps that compile the plans (compilation is never timed). It gives tokens/s\n"
       "(mean and standard deviation over the repetitions), the kernels and queue submissions a\n"
-      "token, the bytes a token must read (weights, and the K/V cache up to the position) and,\n"
-      "where the bandwidth is known, the fraction of that floor reached.\n\noptions:\n";
+      "token, the bytes a token must read (weights, and the K/V cache up to the position) and\n"
+      "the fraction of that floor reached at the bandwidth --bandwidth gives or, without it,\n"
+      "one measured in the same run.\n\noptions:\n";
   out += tools::flagsHelp(flags());
   absl::StrAppend(&out, "\nexamples:\n"
                         "  sinter-bench -m ../shared/models/stories260K.bin --backend cpu,lazy\n"

@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "sinter/Factory.h"
 #include "sinter/Status.h"
+#include "tools/model/ModelConfig.h"
 
 namespace sinter::bench {
 namespace {
@@ -115,7 +116,20 @@ absl::StatusOr<BenchOptions> parseBenchOptions(int argc, const char *const *argv
   if (o.help)
     return o;
   SINTER_RETURN_IF_ERROR(tools::checkModelSource(o.model));
+  if (!o.model.synthetic.empty()) {
+    SINTER_ASSIGN_OR_RETURN(const model::Preset preset, model::findPreset(o.model.synthetic));
+    SINTER_RETURN_IF_ERROR(checkPositions(o, preset.config.seqLen));
+  }
   return o;
+}
+
+absl::Status checkPositions(const BenchOptions &o, uint32_t seqLen) {
+  const uint32_t depth = *absl::c_max_element(o.depths), n = *absl::c_max_element(o.tokens);
+  if (uint64_t(depth) + n > seqLen)
+    return absl::InvalidArgumentError(absl::StrCat("--depth ", depth, " with -n ", n, " needs ",
+                                                   uint64_t(depth) + n,
+                                                   " positions; the model holds ", seqLen));
+  return absl::OkStatus();
 }
 
 std::string benchHelpText() {

@@ -29,8 +29,13 @@ struct BenchOptions {
 };
 
 /// Parses argv[1..argc): InvalidArgument naming the flag for an unknown flag, a bad number, a
-/// count of 0, an unknown backend kind or preset, or neither or both of --model and --synthetic.
+/// count of 0, an unknown backend kind or preset, neither or both of --model and --synthetic, or
+/// (for a preset, whose shape is known before it is generated) rows past its context.
 absl::StatusOr<BenchOptions> parseBenchOptions(int argc, const char *const *argv);
+
+/// InvalidArgument unless the deepest row fits a context of `seqLen` positions (its depth plus
+/// its -n tokens).
+absl::Status checkPositions(const BenchOptions &o, uint32_t seqLen);
 
 /// The --help text.
 std::string benchHelpText();

@@ -251,13 +251,7 @@ absl::Status run(const BenchOptions &o) {
     SINTER_RETURN_IF_ERROR(resolveBackend(bopts).status());
   }
   SINTER_ASSIGN_OR_RETURN(const tools::LoadedModel m, tools::loadModel(o.model));
-  const uint64_t positions =
-      uint64_t(*absl::c_max_element(o.depths)) + *absl::c_max_element(o.tokens);
-  if (positions > m.weights.config.seqLen)
-    return absl::InvalidArgumentError(
-        absl::StrFormat("--depth %u with -n %u needs %u positions; the model holds %u",
-                        *absl::c_max_element(o.depths), *absl::c_max_element(o.tokens), positions,
-                        m.weights.config.seqLen));
+  SINTER_RETURN_IF_ERROR(checkPositions(o, m.weights.config.seqLen));
   std::vector<Row> rows;
   for (const std::string &kind : kinds)
     SINTER_RETURN_IF_ERROR(benchBackend(o, kind, m, rows));

@@ -197,7 +197,10 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> createVulkanBackend(const Backen
   }
   runtime::vulkan::VulkanCompilerOptions compilerOptions;
   compilerOptions.logFallbacks = vulkan.logFallbacks;
-  compilerOptions.stats = vulkan.stats;
+  // The counters go to the caller's sink, else to one of our own: LazyStats::submissions reads it.
+  std::shared_ptr<runtime::vulkan::VulkanStatsSink> sink =
+      vulkan.stats ? vulkan.stats : std::make_shared<runtime::vulkan::VulkanStatsSink>();
+  compilerOptions.stats = sink;
   compilerOptions.replay = vulkan.replay && !replayDisabledByEnv();
   compilerOptions.siblingProducts = !turnedOffByEnv("pairs");
   compilerOptions.stackedProducts = !turnedOffByEnv("stack");
@@ -212,6 +215,7 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> createVulkanBackend(const Backen
                                                                     compilerOptions);
 
   runtime::LazyBackendOptions lazy;
+  lazy.deviceSubmissions = [sink] { return sink->get().submissions; };
   lazy.overlapCalls = vulkan.overlapCalls;
   lazy.overlapGrowth = vulkan.overlapGrowth;
   auto store =

@@ -50,21 +50,6 @@ const model::ModelWeights &tinyllama() {
   return *weights;
 }
 
-// Weight and KV bytes one decode step at `pos` reads.
-uint64_t bytesPerToken(const model::ModelWeights &w, uint32_t pos) {
-  uint64_t bytes = 0;
-  for (const model::LayerWeights &l : w.layers)
-    for (const model::WeightTensor *t :
-         {&l.attnNorm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffnNorm, &l.gate, &l.up, &l.down})
-      bytes += t->data.size();
-  bytes += w.outputNorm.data.size();
-  const model::WeightTensor &embedding = w.tokenEmbedding;
-  bytes += w.sharedClassifier() ? embedding.data.size() : w.output.data.size();
-  bytes += embedding.data.size() / std::max<uint64_t>(embedding.rows, 1); // one row
-  bytes += 2ull * w.config.nLayers * (pos + 1) * w.config.kvDim() * 4;    // K and V, f32
-  return bytes;
-}
-
 // Streaming read of 256 MiB of 64-bit words on `threads` threads; bytes per second.
 double readOnce(unsigned threads) {
   ThreadPool pool(threads);
@@ -148,7 +133,7 @@ void BM_TinyllamaDecode(benchmark::State &state, Mode mode) {
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   runtime::LazyStats after = statsOf(**backend);
-  const double bytes = double(bytesPerToken(weights, kPosition));
+  const double bytes = double(model::decodeBytesPerToken(weights, kPosition));
   const double tokens = double(state.iterations());
   state.counters["tokens_per_s"] = benchmark::Counter(tokens, benchmark::Counter::kIsRate);
   state.counters["GB_per_s"] =
@@ -225,7 +210,7 @@ void BM_TinyllamaDecodeSideBySide(benchmark::State &state) {
     }
     ++round;
   }
-  const double bytes = double(bytesPerToken(weights, kPosition));
+  const double bytes = double(model::decodeBytesPerToken(weights, kPosition));
   double median[kModes];
   for (int m = 0; m < kModes; ++m) {
     std::vector<double> &t = seconds[m];

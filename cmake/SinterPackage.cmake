@@ -3,8 +3,8 @@
 # `cmake --install build --prefix P` puts the public headers in P/include/sinter, libsinter.so in
 # P/lib (or lib/<multiarch>), a CMake package in P/lib/cmake/Sinter (find_package(Sinter) gives
 # Sinter::sinter for C and Rust-style users and Sinter::sinter_cpp for the C++ API), pkg-config
-# files sinter.pc (C ABI) and sinter-cpp.pc (C++ API), and the commands sinter-run, sinter-dump
-# and sinter-opt in P/bin.
+# files sinter.pc (C ABI) and sinter-cpp.pc (C++ API), and the commands sinter-run, sinter-bench,
+# sinter-dump and sinter-opt in P/bin.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -44,7 +44,7 @@ install(FILES ${PROJECT_BINARY_DIR}/sinter.pc ${PROJECT_BINARY_DIR}/sinter-cpp.p
 # to them ($ORIGIN/../lib, so a relocated prefix still works) and the folders of the shared
 # libraries they link outside the system's (LLVM 19's and MLIR 19's), so P/bin/sinter-run runs
 # without LD_LIBRARY_PATH.
-set(SINTER_TOOLS sinter-run sinter-dump sinter-opt)
+set(SINTER_TOOLS sinter-run sinter-bench sinter-dump sinter-opt)
 file(RELATIVE_PATH SINTER_BIN_TO_LIB "/prefix/${CMAKE_INSTALL_BINDIR}"
   "/prefix/${CMAKE_INSTALL_LIBDIR}")
 set_target_properties(${SINTER_TOOLS} PROPERTIES INSTALL_RPATH "$ORIGIN/${SINTER_BIN_TO_LIB}"

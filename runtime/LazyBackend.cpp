@@ -364,7 +364,10 @@ absl::Status LazyBackend::flushLocked(const char *why, PlanReadback *readback, b
 
 LazyStats LazyBackend::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
+  LazyStats stats = stats_;
+  if (options_.deviceSubmissions)
+    stats.submissions = options_.deviceSubmissions();
+  return stats;
 }
 
 size_t LazyBackend::pendingEntries() const {

@@ -54,6 +54,9 @@ struct LazyStats {
   uint64_t foldedReads = 0;
   /// Flushes made early without waiting (LazyBackendOptions::overlapCalls); also in `flushes`.
   uint64_t overlapFlushes = 0;
+  /// Queue submissions of the device the plans ran on (LazyBackendOptions::deviceSubmissions);
+  /// unset where the plans run on the host.
+  std::optional<uint64_t> submissions;
 };
 
 /// Where a lazy backend keeps the bytes of its buffers: host memory by default (HostBufferStore),
@@ -134,6 +137,9 @@ struct LazyBackendOptions {
   size_t overlapGrowth = 8;
   /// Print one line per flush to stderr (also set by SINTER_STATS=1).
   bool printStats = false;
+  /// The device's queue submissions so far (LazyStats::submissions), for a store on a device
+  /// whose plans count them (the vulkan kind); null on the host.
+  std::function<uint64_t()> deviceSubmissions;
   /// Called at each flush, before the plan runs, with the trace and the caller's handle of each
   /// slot (sinter-dump records workloads with it; benchmarks replay the calls).
   std::function<void(const Trace &, absl::Span<const BufferHandle> slotHandles)> onFlush;

@@ -1,7 +1,7 @@
-// VulkanBenchUtil.h - what the files of sinter-bench-vulkan-kernels share: hand-written SPIR-V
-// assembled into a kernel, random Q4_0 weights, a one-shot command buffer timed on the wall clock
-// and the per-step time from the slope between two step counts (VulkanKernelBench.cpp,
-// VulkanProbeBench.cpp).
+// VulkanBenchUtil.h - what the Vulkan benchmarks and the copy probe share: hand-written SPIR-V
+// assembled into a kernel, random Q4_0 weights, and a one-shot command buffer timed on the wall
+// clock (VulkanKernelBench.cpp, VulkanProbeBench.cpp, CopyProbe.cpp). No Google Benchmark here:
+// the copy probe is sinter-bench's too (PerStepMicros.h has the benchmarks' helper).
 #ifndef SINTER_BENCH_VULKAN_VULKANBENCHUTIL_H
 #define SINTER_BENCH_VULKAN_VULKANBENCHUTIL_H
 
@@ -10,8 +10,6 @@
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <benchmark/benchmark.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -48,24 +46,6 @@ absl::StatusOr<double> timedDispatch(runtime::vulkan::VulkanDevice &device,
 /// Q4_0 weights of `rows` x `cols` with random quants and scales near 2^-10 (no NaN or Inf);
 /// splitmix64, 8 bytes a step, so that hundreds of MB take a fraction of a second.
 std::vector<uint8_t> randomQ4_0(int64_t rows, int64_t cols, uint64_t &state);
-
-/// Per step microseconds of `run(steps)` (which returns the wall seconds of one submit-and-wait
-/// and checks the result), from the slope between 64 and 512 steps; 0 after SkipWithError.
-template <typename Run> double perStepMicros(benchmark::State &state, Run run) {
-  std::vector<double> small, big;
-  for (auto _ : state) {
-    absl::StatusOr<double> s = run(64), b = run(512);
-    if (!s.ok() || !b.ok()) {
-      state.SkipWithError(std::string((s.ok() ? b : s).status().message()).c_str());
-      return 0;
-    }
-    small.push_back(*s);
-    big.push_back(*b);
-  }
-  std::sort(small.begin(), small.end());
-  std::sort(big.begin(), big.end());
-  return (big[big.size() / 2] - small[small.size() / 2]) / (512 - 64) * 1e6;
-}
 
 /// Records `body` into a one-time command buffer after a fill of `zero` (when given) and its
 /// barrier, submits it and waits; the wall seconds of the submission.

@@ -63,20 +63,6 @@ const model::ModelWeights &weightsOf(const std::string &preset) {
   return cache->emplace(preset, std::move(*w)).first->second;
 }
 
-uint64_t bytesPerToken(const model::ModelWeights &w, uint32_t pos) {
-  uint64_t bytes = 0;
-  for (const model::LayerWeights &l : w.layers)
-    for (const model::WeightTensor *t :
-         {&l.attnNorm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffnNorm, &l.gate, &l.up, &l.down})
-      bytes += t->data.size();
-  bytes += w.outputNorm.data.size();
-  const model::WeightTensor &embedding = w.tokenEmbedding;
-  bytes += w.sharedClassifier() ? embedding.data.size() : w.output.data.size();
-  bytes += embedding.data.size() / std::max<uint64_t>(embedding.rows, 1);
-  bytes += 2ull * w.config.nLayers * (pos + 1) * w.config.kvDim() * 4;
-  return bytes;
-}
-
 runtime::LazyStats statsOf(ComputeBackend &backend) {
   if (auto *lazy = dynamic_cast<runtime::LazyBackend *>(&backend))
     return lazy->stats();
@@ -285,7 +271,7 @@ void BM_VulkanDecode(benchmark::State &state, std::string preset, Mode mode) {
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   runtime::LazyStats after = statsOf(**backend);
   runtime::vulkan::VulkanCompilerStats vkAfter = vulkan.stats->get();
-  const double bytes = double(bytesPerToken(weights, kPosition));
+  const double bytes = double(model::decodeBytesPerToken(weights, kPosition));
   const double tokens = double(state.iterations());
   const char *peakEnv = std::getenv("SINTER_PEAK_GBPS");
   const double peak = peakEnv ? std::atof(peakEnv) : 4070.0;

@@ -30,6 +30,7 @@
 
 #include "absl/types/span.h"
 #include "backends/VulkanBackend.h"
+#include "bench/vulkan/PerStepMicros.h"
 #include "bench/vulkan/VulkanBenchUtil.h"
 #include "runtime/vulkan/DescriptorCache.h"
 #include "runtime/vulkan/PipelineCache.h"

@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/types/span.h"
+#include "bench/vulkan/PerStepMicros.h"
 #include "bench/vulkan/VulkanBenchUtil.h"
 #include "runtime/vulkan/DescriptorCache.h"
 #include "runtime/vulkan/PipelineCache.h"

@@ -39,6 +39,16 @@ else:
     lit_config.note("%s is absent: the tests that need it (REQUIRES: shared-models) are "
                     "UNSUPPORTED" % stories)
 
+# `%tools` is the source tree's tools/ folder (its scripts).
+config.substitutions.append(("%tools", os.path.join(config.sinter_src_root, "tools")))
+
+# sinter-bench by full path too: in the tools folder where the commands build into <build>/bin,
+# else in its own build folder.
+sinter_bench = os.path.join(config.sinter_tools_dir, "sinter-bench")
+if not os.path.exists(sinter_bench):
+    sinter_bench = os.path.join(config.sinter_obj_root, "tools", "sinter-bench", "sinter-bench")
+config.substitutions.append((r"(?<![\w./-])sinter-bench(?![\w.-])", sinter_bench))
+
 # `REQUIRES: lavapipe`: tests that expect Mesa's software Vulkan device in sinter-run's list.
 sinter_run = os.path.join(config.sinter_tools_dir, "sinter-run")
 try:

@@ -28,7 +28,7 @@ echo "installed: $(cd "$prefix" && find . -type f | sort | tr '\n' ' ')"
 
 # The commands run from prefix/bin on their run path alone.
 unset LD_LIBRARY_PATH
-for tool in sinter-run sinter-dump sinter-opt; do
+for tool in sinter-run sinter-bench sinter-dump sinter-opt; do
   test -x "$prefix/bin/$tool" || { echo "$prefix/bin/$tool is not installed"; exit 1; }
   echo "$tool: run path $(readelf -d "$prefix/bin/$tool" | grep -oE '\[[^]]*ORIGIN[^]]*\]')"
   "$prefix/bin/$tool" --help >"$work/$tool-help.log" ||

@@ -4,6 +4,7 @@
 // writer and error messages of every loader agree on what a tensor is called.
 #include "tools/model/ModelWeights.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -177,6 +178,20 @@ absl::Status quantizeMatrices(ModelWeights &w, DType dtype, std::vector<std::str
   if (!w.sharedClassifier())
     SINTER_RETURN_IF_ERROR(requant(w.output, "output.weight"));
   return absl::OkStatus();
+}
+
+uint64_t decodeBytesPerToken(const ModelWeights &w, uint32_t pos) {
+  uint64_t bytes = 0;
+  for (const LayerWeights &l : w.layers)
+    for (const WeightTensor *t :
+         {&l.attnNorm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffnNorm, &l.gate, &l.up, &l.down})
+      bytes += t->data.size();
+  bytes += w.outputNorm.data.size();
+  const WeightTensor &embedding = w.tokenEmbedding;
+  bytes += w.sharedClassifier() ? embedding.data.size() : w.output.data.size();
+  bytes += embedding.data.size() / std::max<uint64_t>(embedding.rows, 1);        // one row
+  bytes += 2ull * w.config.nLayers * (uint64_t(pos) + 1) * w.config.kvDim() * 4; // K and V, f32
+  return bytes;
 }
 
 } // namespace sinter::model

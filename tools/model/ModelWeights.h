@@ -75,6 +75,11 @@ absl::Status validateWeights(const ModelWeights &weights);
 /// length is not a whole number of blocks keeps its format and its name is appended to `kept`.
 absl::Status quantizeMatrices(ModelWeights &weights, DType dtype, std::vector<std::string> *kept);
 
+/// Bytes one decode step at position `pos` must read: every matrix and norm once, the classifier,
+/// one row of the token embedding, and the K and V caches (f32) of positions 0..pos. The
+/// numerator of the benchmarks' bandwidth floor.
+uint64_t decodeBytesPerToken(const ModelWeights &weights, uint32_t pos);
+
 /// The names the decoder and GGUF use for the tensors, in file order, with pointers into
 /// `weights` ("token_embd.weight", "blk.0.attn_norm.weight", ...). The classifier is listed
 /// only when present.

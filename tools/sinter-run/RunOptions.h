@@ -1,7 +1,8 @@
 // RunOptions.h - the command line of sinter-run.
 //
 // Parsing is kept apart from main() so that every flag has one definition (name, argument, help
-// line) and the help text cannot drift from what the parser accepts.
+// line) and the help text cannot drift from what the parser accepts. The model and backend flags
+// are sinter-bench's too (tools/common/ToolFlags.h).
 #ifndef SINTER_TOOLS_SINTERRUN_RUNOPTIONS_H
 #define SINTER_TOOLS_SINTERRUN_RUNOPTIONS_H
 
@@ -12,23 +13,17 @@
 
 #include "absl/status/statusor.h"
 #include "sinter/DType.h"
+#include "tools/common/ModelSource.h"
+#include "tools/common/ToolFlags.h"
 
 namespace sinter::run {
 
 /// Everything sinter-run was asked to do.
 struct RunOptions {
-  std::string modelPath;      ///< --model
-  std::string synthetic;      ///< --synthetic
-  std::optional<DType> dtype; ///< --dtype
-  uint64_t seed = 1;          ///< --seed (synthetic weights)
-  std::string writeGguf;      ///< --write-gguf
-  /// --backend; unset: SINTER_BACKEND, else "auto" (a known kind: checked when parsed)
-  std::optional<std::string> backend;
-  /// --disable-fusion (checked names); unset: SINTER_DISABLE_FUSION
-  std::optional<std::vector<std::string>> disabledFusions;
-  std::string device;                 ///< --device
+  tools::ModelSource model;           ///< --model, --synthetic, --dtype, --seed
+  std::string writeGguf;              ///< --write-gguf
+  tools::BackendFlags backend;        ///< --backend, --disable-fusion, --device, --fusion
   bool listDevices = false;           ///< --list-devices
-  bool fusion = true;                 ///< --fusion on|off
   uint32_t steps = 16;                ///< --steps
   std::vector<uint32_t> prompt = {1}; ///< --prompt
   float temperature = 0.0f;           ///< --temperature
@@ -39,12 +34,13 @@ struct RunOptions {
   bool matmul = false;                ///< --matmul
   bool check = false;                 ///< --check
   bool quiet = false;                 ///< --quiet
+  std::string json;                   ///< --json: a path, or "-" for stdout
   bool help = false;                  ///< --help
 };
 
 /// Parses argv[1..argc). InvalidArgument naming the flag for an unknown flag, a missing or bad
-/// argument (an unknown backend kind or fusion pattern among them, listing the valid names), or
-/// a contradictory combination (neither or both of --model and --synthetic).
+/// argument (an unknown backend kind, fusion pattern or preset among them, listing the valid
+/// names), or a contradictory combination (neither or both of --model and --synthetic).
 absl::StatusOr<RunOptions> parseRunOptions(int argc, const char *const *argv);
 
 /// The --help text.

@@ -3,6 +3,7 @@
 // This is the project's main job: the same engine (tools/model) on any ComputeBackend, with
 // --check running the reference backend on the same tokens so that a backend's first wrong
 // position is visible at once.
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -16,11 +17,12 @@
 #include "sinter/Devices.h"
 #include "sinter/Factory.h"
 #include "sinter/Status.h"
+#include "tools/common/DecodeStats.h"
+#include "tools/common/ModelSource.h"
+#include "tools/common/ToolFlags.h"
 #include "tools/model/Decoder.h"
 #include "tools/model/GgufModel.h"
 #include "tools/model/GgufWriter.h"
-#include "tools/model/ModelFile.h"
-#include "tools/model/Synthetic.h"
 #include "tools/sinter-run/RunOptions.h"
 
 namespace sinter::run {
@@ -32,37 +34,6 @@ double secondsSince(Clock::time_point t) {
 }
 
 constexpr int kExitMismatch = 3;
-
-absl::StatusOr<model::ModelWeights> loadModel(const RunOptions &o, std::string *what) {
-  const Clock::time_point t0 = Clock::now();
-  model::ModelWeights w;
-  std::vector<std::string> kept;
-  if (!o.synthetic.empty()) {
-    model::SyntheticOptions so;
-    so.dtype = o.dtype.value_or(DType::F32);
-    so.seed = o.seed;
-    SINTER_ASSIGN_OR_RETURN(w, model::generatePreset(o.synthetic, so, &kept));
-    *what = absl::StrFormat("synthetic %s (seed %u)", o.synthetic, o.seed);
-  } else {
-    bool gguf = false;
-    SINTER_ASSIGN_OR_RETURN(w, model::loadModelFile(o.modelPath, &gguf));
-    *what = absl::StrCat(o.modelPath, gguf ? " (GGUF)" : " (llama2.c)");
-    if (o.dtype)
-      SINTER_RETURN_IF_ERROR(model::quantizeMatrices(w, *o.dtype, &kept));
-  }
-  uint64_t bytes = 0;
-  for (const model::NamedTensor &nt : model::namedTensors(w))
-    bytes += nt.tensor->data.size();
-  absl::StrAppendFormat(what, ": %s; matrices %s, %.1f MB, %.2f s to load",
-                        model::describeConfig(w.config), dtypeName(w.layers[0].wq.dtype),
-                        bytes / 1e6, secondsSince(t0));
-  if (!kept.empty())
-    absl::StrAppendFormat(what,
-                          "\nnote: %u matrices keep their format (rows not whole blocks), "
-                          "e.g. %s",
-                          kept.size(), kept[0]);
-  return w;
-}
 
 std::string tokenText(const std::vector<std::string> &vocab, const std::vector<uint32_t> &ids) {
   std::string text;
@@ -111,20 +82,6 @@ double nmse(absl::Span<const float> out, absl::Span<const float> ref) {
 // One line on stderr for every value sinter-run changes instead of taking as given.
 void note(const std::string &text) { std::fprintf(stderr, "sinter-run: note: %s\n", text.c_str()); }
 
-// The backend options: "auto", then SINTER_BACKEND and SINTER_DISABLE_FUSION, then the flags.
-absl::StatusOr<BackendOptions> backendOptions(const RunOptions &o) {
-  BackendOptions defaults;
-  defaults.kind = "auto";
-  SINTER_ASSIGN_OR_RETURN(BackendOptions b, optionsFromEnvironment(defaults));
-  if (o.backend)
-    b.kind = *o.backend;
-  if (o.disabledFusions)
-    b.disabledFusions = *o.disabledFusions;
-  b.fusion = o.fusion;
-  b.device = o.device;
-  return b;
-}
-
 // The positions the KV cache holds: --context (at most the model's), else prompt + steps (at
 // most the model's), never fewer than the prompt. Every cut is a note.
 uint32_t contextFor(const RunOptions &o, const model::ModelConfig &config) {
@@ -171,19 +128,97 @@ int listDevices() {
   return 0;
 }
 
+// What one run measured (tools/common/DecodeStats.h): the load's parts, and the decode steps of
+// the prompt and of generation. Plan compilation is timed by the backend and left out of the
+// per-token times; --check's reference decode is timed apart and in no phase.
+struct Timings {
+  double modelSeconds = 0;  ///< reading or generating the model
+  double startSeconds = 0;  ///< creating the backend (device, JIT)
+  double uploadSeconds = 0; ///< Decoder::create: the weights to the backend
+  double checkSeconds = 0;  ///< the reference decode of --check
+  tools::Phase prompt, generation;
+  bool counted = false; ///< the backend keeps counters (not the reference)
+  double loadSeconds() const { return modelSeconds + startSeconds + uploadSeconds; }
+  double compileSeconds() const {
+    return prompt.counters.compileSeconds + generation.counters.compileSeconds;
+  }
+  uint64_t plansCompiled() const {
+    return prompt.counters.plansCompiled + generation.counters.plansCompiled;
+  }
+  double decodeSeconds() const { return prompt.seconds + generation.seconds; }
+};
+
+std::string plural(uint64_t n, const char *word) {
+  return absl::StrCat(n, " ", word, n == 1 ? "" : "s");
+}
+
+// The lines after the tokens: where the time went and what a token cost.
+void printTimings(const Timings &t, const ComputeBackend &backend) {
+  std::printf("load: %.3f s (model %.3f s, backend start %.3f s, weights to the backend %.3f s)\n",
+              t.loadSeconds(), t.modelSeconds, t.startSeconds, t.uploadSeconds);
+  if (t.counted)
+    std::printf("compile: %.3f s, %s (left out of the prompt and generation times)\n",
+                t.compileSeconds(), plural(t.plansCompiled(), "plan").c_str());
+  else
+    std::printf("compile: none (%s compiles no plans)\n", backend.name().c_str());
+  std::printf("prompt: %s, %.3f ms a token\n", plural(t.prompt.tokens, "token").c_str(),
+              t.prompt.msPerToken());
+  const tools::Phase &g = t.generation;
+  if (g.tokens)
+    std::printf("generation: %s, %.3f ms a token, %.2f tokens/s\n",
+                plural(g.tokens, "token").c_str(), g.msPerToken(), g.tokensPerSecond());
+  else
+    std::printf("generation: none (no generated token was fed back)\n");
+  const tools::Phase &p = g.tokens ? g : t.prompt;
+  if (!t.counted || !p.tokens) {
+    std::printf("per token: not counted (%s keeps no counters)\n", backend.name().c_str());
+    return;
+  }
+  std::string line = absl::StrFormat("per token: %.0f calls, %.0f kernels, %.1f flushes",
+                                     p.perToken(p.counters.calls), p.perToken(p.counters.kernels),
+                                     p.perToken(p.counters.flushes));
+  if (p.counters.submissions)
+    absl::StrAppendFormat(&line, ", %.1f queue submissions", p.perToken(*p.counters.submissions));
+  std::printf("%s (%s)\n", line.c_str(), g.tokens ? "generation" : "prompt");
+}
+
+std::string phaseJson(const tools::Phase &p, bool counted) {
+  tools::JsonObject j;
+  j.add("tokens", p.tokens).add("seconds", p.seconds).add("compile_s", p.counters.compileSeconds);
+  j.add("ms_per_token", p.msPerToken()).add("tokens_per_s", p.tokensPerSecond());
+  if (counted && p.tokens) {
+    j.add("calls_per_token", p.perToken(p.counters.calls));
+    j.add("kernels_per_token", p.perToken(p.counters.kernels));
+    j.add("flushes_per_token", p.perToken(p.counters.flushes));
+    if (p.counters.submissions)
+      j.add("submissions_per_token", p.perToken(*p.counters.submissions));
+    else
+      j.addNull("submissions_per_token");
+  }
+  return j.str();
+}
+
 absl::StatusOr<int> run(const RunOptions &o) {
   // Every backend setting is checked before the model loads: a typo costs nothing.
-  SINTER_ASSIGN_OR_RETURN(const BackendOptions bopts, backendOptions(o));
+  SINTER_ASSIGN_OR_RETURN(const BackendOptions bopts, tools::backendOptions(o.backend));
   SINTER_ASSIGN_OR_RETURN(const BackendChoice choice, resolveBackend(bopts));
   warnAboutSoftwareVulkan(choice);
-  std::string what;
-  SINTER_ASSIGN_OR_RETURN(model::ModelWeights weights, loadModel(o, &what));
-  if (!o.quiet)
-    std::printf("model: %s\n", what.c_str());
+  const bool jsonOnly = o.json == "-";
+  const bool report = !o.quiet && !jsonOnly;
+  Timings t;
+  SINTER_ASSIGN_OR_RETURN(tools::LoadedModel loaded, tools::loadModel(o.model));
+  t.modelSeconds = loaded.seconds;
+  model::ModelWeights &weights = loaded.weights;
+  if (report) {
+    std::printf("model: %s\n", loaded.description.c_str());
+    if (!loaded.kept.empty())
+      std::printf("note: %zu matrices keep their format (rows not whole blocks), e.g. %s\n",
+                  loaded.kept.size(), loaded.kept[0].c_str());
+  }
   if (!o.writeGguf.empty()) {
-    const std::string name = o.synthetic.empty() ? o.modelPath : o.synthetic;
+    const std::string name = o.model.synthetic.empty() ? o.model.path : o.model.synthetic;
     SINTER_RETURN_IF_ERROR(model::writeGguf(model::ggufFromModel(weights, name), o.writeGguf));
-    if (!o.quiet)
+    if (report)
       std::printf("wrote %s\n", o.writeGguf.c_str());
   }
   const model::ModelConfig config = weights.config;
@@ -191,24 +226,30 @@ absl::StatusOr<int> run(const RunOptions &o) {
   dopts.maxContext = contextFor(o, config);
   dopts.f32AsMatmul = o.matmul;
 
+  Clock::time_point mark = Clock::now();
   SINTER_ASSIGN_OR_RETURN(std::unique_ptr<ComputeBackend> backend, createBackend(bopts));
+  t.startSeconds = secondsSince(mark);
+  mark = Clock::now();
   SINTER_ASSIGN_OR_RETURN(auto decoder, model::Decoder::create(*backend, weights, dopts));
+  t.uploadSeconds = secondsSince(mark);
   std::unique_ptr<ComputeBackend> refBackend;
   std::unique_ptr<model::Decoder> refDecoder;
   if (o.check) {
+    mark = Clock::now();
     BackendOptions referenceOptions;
     referenceOptions.kind = "reference";
     SINTER_ASSIGN_OR_RETURN(refBackend, createBackend(referenceOptions));
     SINTER_ASSIGN_OR_RETURN(refDecoder, model::Decoder::create(*refBackend, weights, dopts));
+    t.checkSeconds += secondsSince(mark);
   }
   const std::vector<std::string> vocab = std::move(weights.vocab);
   weights = model::ModelWeights(); // the backends hold the weights now
   const DeviceInfo info = backend->deviceInfo();
-  if (!o.quiet)
+  if (report)
     std::printf("backend: %s (%s, %s, %u compute units, %.1f MB allocated)\n",
                 backend->name().c_str(), info.name.c_str(), backendKindName(info.kind),
                 info.computeUnits, decoder->deviceBytes() / 1e6);
-  if (!o.quiet && !bopts.disabledFusions.empty())
+  if (report && !bopts.disabledFusions.empty())
     std::printf("fusion patterns off: %s\n", absl::StrJoin(bopts.disabledFusions, ", ").c_str());
 
   model::Sampler sampler({o.temperature, o.topP, o.sampleSeed});
@@ -216,47 +257,88 @@ absl::StatusOr<int> run(const RunOptions &o) {
   std::optional<uint32_t> firstMismatch;
   double worstNmse = 0;
   uint32_t positions = 0;
-  Progress progress(uint32_t(o.prompt.size()) + o.steps - 1);
+  const uint32_t promptSize = uint32_t(o.prompt.size());
+  t.counted = tools::countersOf(*backend).has_value();
+  Progress progress(promptSize + o.steps - 1);
+  tools::StepClock clock(*backend);
   auto onStep = [&](uint32_t pos, uint32_t token, absl::Span<const float> logits,
                     uint32_t) -> absl::Status {
+    clock.add(pos < promptSize ? t.prompt : t.generation);
     positions = pos + 1;
     progress.update(positions);
-    if (!refDecoder)
-      return absl::OkStatus();
-    SINTER_RETURN_IF_ERROR(refDecoder->step(token, pos, absl::MakeSpan(refLogits)));
-    worstNmse = std::max(worstNmse, nmse(logits, refLogits));
-    if (!firstMismatch && model::argmax(logits) != model::argmax(refLogits))
-      firstMismatch = pos;
+    if (refDecoder) { // timed apart: the backend's times leave it out
+      const Clock::time_point refStart = Clock::now();
+      SINTER_RETURN_IF_ERROR(refDecoder->step(token, pos, absl::MakeSpan(refLogits)));
+      worstNmse = std::max(worstNmse, nmse(logits, refLogits));
+      if (!firstMismatch && model::argmax(logits) != model::argmax(refLogits))
+        firstMismatch = pos;
+      t.checkSeconds += secondsSince(refStart);
+    }
+    clock.mark();
     return absl::OkStatus();
   };
-  const Clock::time_point t0 = Clock::now();
   SINTER_ASSIGN_OR_RETURN(std::vector<uint32_t> tokens,
                           model::generate(*decoder, o.prompt, o.steps, sampler,
                                           o.stopAtBos ? std::optional<uint32_t>(1) : std::nullopt,
                                           onStep));
   SINTER_RETURN_IF_ERROR(backend->synchronize());
-  const double seconds = secondsSince(t0);
+  if (o.steps == 0) { // generate() ran the last prompt position without calling back
+    clock.add(t.prompt);
+    positions = t.prompt.tokens;
+  }
+  const double seconds = t.decodeSeconds();
 
+  if (!o.json.empty()) {
+    tools::JsonObject j;
+    j.add("model", loaded.shortName).add("model_description", loaded.description);
+    j.add("backend", backend->name()).add("kind", choice.kind).add("device", choice.device.name);
+    j.add("device_kind", backendKindName(info.kind));
+    j.add("positions", positions).add("generated", uint64_t(tokens.size()));
+    j.add("load_s", t.loadSeconds()).add("model_s", t.modelSeconds);
+    j.add("backend_start_s", t.startSeconds).add("upload_s", t.uploadSeconds);
+    j.add("compile_s", t.compileSeconds()).add("plans_compiled", t.plansCompiled());
+    j.add("decode_s", seconds);
+    j.addRaw("prompt", phaseJson(t.prompt, t.counted));
+    j.addRaw("generation", phaseJson(t.generation, t.counted));
+    if (o.check) {
+      j.add("check_s", t.checkSeconds).add("check_agrees", !firstMismatch);
+      j.add("check_worst_nmse", worstNmse);
+    }
+    const std::string line = j.str() + "\n";
+    if (jsonOnly) {
+      std::fputs(line.c_str(), stdout);
+    } else {
+      FILE *f = std::fopen(o.json.c_str(), "w");
+      if (!f || std::fputs(line.c_str(), f) < 0 || std::fclose(f) != 0)
+        return absl::UnavailableError(
+            absl::StrCat("--json: cannot write ", o.json, ": ", std::strerror(errno)));
+    }
+  }
+  if (jsonOnly)
+    return firstMismatch ? kExitMismatch : 0;
   std::printf("%s%s\n", o.quiet ? "" : "tokens: ", absl::StrJoin(tokens, " ").c_str());
   if (o.quiet)
     return firstMismatch ? kExitMismatch : 0;
   if (!vocab.empty())
     std::printf("text: %s\n", tokenText(vocab, tokens).c_str());
-  std::printf("speed: %u positions (%zu prompt, %zu generated) in %.3f s: %.2f tokens/s\n",
+  std::printf("speed: %u positions (%zu prompt, %zu generated) in %.3f s: %.2f tokens/s "
+              "(compilation included)\n",
               positions, o.prompt.size(), tokens.size(), seconds,
               seconds > 0 ? positions / seconds : 0.0);
+  printTimings(t, *backend);
   if (!o.check)
     return 0;
   if (firstMismatch) {
-    std::printf("check: %s and reference disagree first at position %u (worst logits NMSE %.3g)\n",
-                backend->name().c_str(), *firstMismatch, worstNmse);
+    std::printf("check: %s and reference disagree first at position %u (worst logits NMSE %.3g); "
+                "the reference took %.3f s, not counted above\n",
+                backend->name().c_str(), *firstMismatch, worstNmse, t.checkSeconds);
     return kExitMismatch;
   }
-  std::printf("check: %s agrees with reference at all %u positions (worst logits NMSE %.3g)\n",
-              backend->name().c_str(), positions, worstNmse);
+  std::printf("check: %s agrees with reference at all %u positions (worst logits NMSE %.3g); "
+              "the reference took %.3f s, not counted above\n",
+              backend->name().c_str(), positions, worstNmse, t.checkSeconds);
   return 0;
 }
-
 } // namespace
 } // namespace sinter::run
 

@@ -85,6 +85,20 @@ TEST(LazyBackendTest, NothingRunsBeforeAFlushPoint) {
   EXPECT_EQ(lazy.stats().flushes, 1u);
 }
 
+// LazyStats::submissions: unset on the host; where the options give the device's counter, its
+// value as of the stats() call.
+TEST(LazyBackendTest, SubmissionsComeFromTheDeviceCounter) {
+  LazyBackend host;
+  EXPECT_FALSE(host.stats().submissions.has_value());
+  uint64_t submitted = 0;
+  LazyBackendOptions options;
+  options.deviceSubmissions = [&submitted] { return submitted; };
+  LazyBackend device(std::move(options));
+  EXPECT_EQ(device.stats().submissions, std::optional<uint64_t>(0));
+  submitted = 3;
+  EXPECT_EQ(device.stats().submissions, std::optional<uint64_t>(3));
+}
+
 TEST(LazyBackendTest, CopyToDeviceCapturesTheHostBytesAtCallTime) {
   LazyBackend lazy;
   BufferHandle a = upload(lazy, {1, 1});

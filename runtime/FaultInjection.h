@@ -35,11 +35,15 @@ enum class Site : uint8_t {
   /// copy_from_device cannot read the bytes back to the host (Internal, at that call; the buffer
   /// keeps its contents and a retry may succeed).
   HostRead,
+  /// A fused kernel computes a wrong result: the fusion compiler (passes/FusionCompiler.cpp)
+  /// changes a float argument of one fused kernel's member before the backend compiles it
+  /// (passes::breakOneFusedKernel). Nothing fails; only SINTER_CHECK_FUSION notices.
+  WrongResult,
 };
-inline constexpr int kNumSites = 6;
+inline constexpr int kNumSites = 7;
 
 /// "allocate", "flush-allocate", "kernel-compile", "submit-device-lost",
-/// "submit-out-of-device-memory", "host-read".
+/// "submit-out-of-device-memory", "host-read", "wrong-result".
 const char *siteName(Site site);
 
 namespace detail {

@@ -56,7 +56,9 @@ struct KernelProgram {
 
   /// Kernel launches (host copies excluded): the figure the golden kernel counts pin.
   size_t numLaunches() const;
-  /// One line per kernel: "kernel 3 rms_norm+qmatmul [rmsnorm-qmatmul]: rms_norm(...), ...".
+  /// One line per kernel: "kernel 3 rms_norm+qmatmul [rmsnorm-qmatmul]: rms_norm(...), ...",
+  /// kernels numbered as sinter-dump numbers them (host copies, "host copy upload: ...", not),
+  /// buffers as its trace slots %N (slot + 1).
   std::string describe() const;
 };
 

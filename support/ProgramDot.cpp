@@ -36,7 +36,7 @@ std::string programToDot(const KernelProgram &program) {
       std::string name = absl::StrCat("n", node++);
       const TraceEntry &e = member.entry;
       if (e.kind == TraceEntry::Kind::Upload) {
-        absl::StrAppend(&dot, "    ", name, " [label=\"upload -> %", e.uploadSlot, "\"];\n");
+        absl::StrAppend(&dot, "    ", name, " [label=\"upload -> %", e.uploadSlot + 1, "\"];\n");
         lastWriter[e.uploadSlot] = name;
         continue;
       }

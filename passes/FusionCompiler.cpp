@@ -170,7 +170,7 @@ absl::StatusOr<std::unique_ptr<Plan>> FusionCompiler::compile(const Trace &trace
     writeFile(prefix + "-trace.mlir", dump.before);
     writeFile(prefix + "-fused.mlir", dump.after);
     writeFile(prefix + "-kernels.txt", program.describe());
-    writeDotAndSvg(program, prefix + "-graph");
+    writeDotAndSvg(program, prefix + "-graph", DotOptions{&trace});
   }
   ++compiles_;
   if (!checkFusionRequested())

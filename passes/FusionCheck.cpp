@@ -131,11 +131,11 @@ public:
   CheckingPlan(std::unique_ptr<Plan> fused, KernelProgram fusedProgram, const Trace &trace,
                const std::vector<IntSlot> &params, std::string dumpPrefix)
       : fused_(std::move(fused)), fusedProgram_(std::move(fusedProgram)),
-        unfusedText_(unfusedProgram(trace, params).describe()), buffers_(trace.buffers),
+        unfusedProgram_(unfusedProgram(trace, params)), buffers_(trace.buffers),
         lastWriter_(trace.buffers.size(), -1), dumpPrefix_(std::move(dumpPrefix)),
         tolerance_(quantizesActivations(fusedProgram_) ? kCheckQuantizedTolerance
                                                        : kCheckF32Tolerance) {
-    unfused_ = makeInterpreterPlan(unfusedProgram(trace, params));
+    unfused_ = makeInterpreterPlan(unfusedProgram_);
     for (size_t k = 0; k < fusedProgram_.kernels.size(); ++k)
       for (const KernelMember &m : fusedProgram_.kernels[k].ops) {
         if (m.entry.kind == TraceEntry::Kind::Upload) {
@@ -232,8 +232,8 @@ private:
       absl::StrAppend(&text, "  ", bufferName(d.slot, args), " last written by ",
                       kernelTitle(fusedProgram_, d.lastWriter), ": ", describeDiff(d, tolerance_),
                       "\n");
-    absl::StrAppend(&text, "\nfused program:\n", fusedProgram_.describe(), "\nunfused program:\n",
-                    unfusedText_);
+    absl::StrAppend(&text, "\nfused program:\n", fusedProgram_.describe(args.params),
+                    "\nunfused program:\n", unfusedProgram_.describe(args.params));
     const std::string path = reportPath();
     std::ofstream out(path);
     out << text;
@@ -250,7 +250,7 @@ private:
 
   std::unique_ptr<Plan> fused_, unfused_;
   KernelProgram fusedProgram_;
-  std::string unfusedText_;
+  KernelProgram unfusedProgram_;
   std::vector<TraceBuffer> buffers_;
   std::vector<int> lastWriter_; // slot -> fused kernel index, -1: never written
   std::string dumpPrefix_;

@@ -169,7 +169,7 @@ absl::StatusOr<std::unique_ptr<Plan>> FusionCompiler::compile(const Trace &trace
     prefix = absl::StrFormat("%s/plan%03d", dumpDir_, dumps++);
     writeFile(prefix + "-trace.mlir", dump.before);
     writeFile(prefix + "-fused.mlir", dump.after);
-    writeFile(prefix + "-kernels.txt", program.describe());
+    writeFile(prefix + "-kernels.txt", program.describe(paramValues(trace, params)));
     writeDotAndSvg(program, prefix + "-graph", DotOptions{&trace});
   }
   ++compiles_;

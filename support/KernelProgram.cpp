@@ -68,7 +68,15 @@ private:
 
 } // namespace
 
-std::string KernelProgram::describe() const {
+std::vector<uint64_t> paramValues(const Trace &trace, const std::vector<IntSlot> &params) {
+  std::vector<uint64_t> values;
+  values.reserve(params.size());
+  for (const IntSlot &p : params)
+    values.push_back(p.entry < trace.entries.size() ? trace.entries[p.entry].op.ints[p.index] : 0);
+  return values;
+}
+
+std::string KernelProgram::describe(absl::Span<const uint64_t> params) const {
   std::string s;
   size_t launch = 0; // numbered as sinter-dump numbers them: host copies are not launches
   for (const Kernel &kernel : kernels) {
@@ -79,8 +87,13 @@ std::string KernelProgram::describe() const {
     if (!kernel.patterns.empty())
       absl::StrAppend(&s, " [", absl::StrJoin(kernel.patterns, ", "), "]");
     absl::StrAppend(&s, ":");
-    for (const KernelMember &op : kernel.ops)
+    for (const KernelMember &op : kernel.ops) {
+      if (params.size() == numParams && op.entry.kind == TraceEntry::Kind::Op && numParams > 0) {
+        absl::StrAppend(&s, " ", describeOp(boundOp(op, params)), ";");
+        continue;
+      }
       absl::StrAppend(&s, " ", describeEntry(op.entry), ";");
+    }
     absl::StrAppend(&s, "\n");
   }
   return s;

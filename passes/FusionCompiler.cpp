@@ -8,10 +8,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -24,7 +22,9 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "passes/ExtractProgram.h"
+#include "passes/FusionCheck.h"
 #include "passes/Pipeline.h"
+#include "runtime/FaultInjection.h"
 #include "sinter/Status.h"
 #include "support/ProgramDot.h"
 #include "llvm/Support/raw_ostream.h"
@@ -45,53 +45,6 @@ void writeFile(const std::string &path, const std::string &text) {
   if (!out)
     std::fprintf(stderr, "sinter: SINTER_DUMP could not write %s\n", path.c_str());
 }
-
-// SINTER_CHECK_FUSION=1: every run also runs the unfused program on a copy of the memory and
-// compares every observable buffer byte for byte; a difference is an error naming the slot and
-// both programs. For debugging the passes (it doubles the work).
-class CheckingPlan : public Plan {
-public:
-  CheckingPlan(std::unique_ptr<Plan> fused, KernelProgram fusedProgram, Trace trace,
-               std::vector<IntSlot> params)
-      : fused_(std::move(fused)), fusedProgram_(std::move(fusedProgram)),
-        unfusedProgram_(unfusedProgram(trace, params)), buffers_(std::move(trace.buffers)) {}
-
-  absl::Status run(const PlanArgs &args) override {
-    // The comparison reads host memory; buffers in device memory (PlanArgs::slotDevice) have none.
-    if (!args.slotDevice.empty())
-      return absl::UnimplementedError(
-          "SINTER_CHECK_FUSION: the buffers are in device memory; the check needs host buffers");
-    std::vector<std::vector<uint8_t>> copies(buffers_.size());
-    std::vector<uint8_t *> copyData(buffers_.size());
-    for (size_t i = 0; i < buffers_.size(); ++i) {
-      copies[i].assign(args.slotData[i], args.slotData[i] + buffers_[i].sizeBytes);
-      copyData[i] = copies[i].data();
-    }
-    PlanArgs unfusedArgs = args;
-    unfusedArgs.slotData = copyData;
-    SINTER_RETURN_IF_ERROR(makeInterpreterPlan(unfusedProgram_)->run(unfusedArgs));
-    SINTER_RETURN_IF_ERROR(fused_->run(args));
-    for (size_t i = 0; i < buffers_.size(); ++i) {
-      if (!buffers_[i].observable ||
-          std::memcmp(copyData[i], args.slotData[i], buffers_[i].sizeBytes) == 0)
-        continue;
-      size_t at = 0;
-      while (copyData[i][at] == args.slotData[i][at])
-        ++at;
-      return absl::InternalError(absl::StrCat("SINTER_CHECK_FUSION: slot ", i, " differs at byte ",
-                                              at, "\nfused:\n", fusedProgram_.describe(),
-                                              "unfused:\n", unfusedProgram_.describe()));
-    }
-    return absl::OkStatus();
-  }
-  size_t numKernels() const override { return fused_->numKernels(); }
-  std::string describe() const override { return fused_->describe(); }
-
-private:
-  std::unique_ptr<Plan> fused_;
-  KernelProgram fusedProgram_, unfusedProgram_;
-  std::vector<TraceBuffer> buffers_;
-};
 
 // Runs the default pipeline on `module`, recording the IR before and after in `dump`.
 absl::Status runPipeline(mlir::ModuleOp module, const FusionOptions &options, CompileDump *dump,
@@ -125,11 +78,6 @@ absl::Status runPipeline(mlir::ModuleOp module, const FusionOptions &options, Co
   if (dump)
     dump->after = printModule(module);
   return absl::OkStatus();
-}
-
-bool checkFusion() {
-  const char *s = std::getenv("SINTER_CHECK_FUSION");
-  return s && *s && std::string_view(s) != "0";
 }
 
 } // namespace
@@ -211,25 +159,25 @@ absl::StatusOr<std::unique_ptr<Plan>> FusionCompiler::compile(const Trace &trace
   bool dumping = !dumpDir_.empty();
   SINTER_ASSIGN_OR_RETURN(KernelProgram program, compileProgram(*context_, trace, params, options_,
                                                                 dumping ? &dump : nullptr));
+  // Tests only (SINTER_CHECK_FUSION's): a fused kernel that computes something else.
+  if (runtime::fault::fires(runtime::fault::Site::WrongResult))
+    (void)breakOneFusedKernel(program);
+  std::string prefix;
   if (dumping) {
     // Numbered across the process, so several backends never overwrite each other's files.
     static std::atomic<int> dumps{0};
-    std::string prefix = absl::StrFormat("%s/plan%03d", dumpDir_, dumps++);
+    prefix = absl::StrFormat("%s/plan%03d", dumpDir_, dumps++);
     writeFile(prefix + "-trace.mlir", dump.before);
     writeFile(prefix + "-fused.mlir", dump.after);
-    writeFile(prefix + "-kernels.txt", program.describe());
-    writeDotAndSvg(program, prefix + "-graph");
+    writeFile(prefix + "-kernels.txt", program.describe(paramValues(trace, params)));
+    writeDotAndSvg(program, prefix + "-graph", DotOptions{&trace});
   }
   ++compiles_;
-  if (!checkFusion())
+  if (!checkFusionRequested())
     return makePlan_(std::move(program));
   KernelProgram copy = program;
   SINTER_ASSIGN_OR_RETURN(std::unique_ptr<Plan> fused, makePlan_(std::move(program)));
-  Trace skeleton;
-  skeleton.buffers = trace.buffers;
-  skeleton.entries = trace.entries;
-  return std::unique_ptr<Plan>(
-      new CheckingPlan(std::move(fused), std::move(copy), std::move(skeleton), params));
+  return makeCheckingPlan(std::move(fused), std::move(copy), trace, params, prefix);
 }
 
 } // namespace sinter::passes

@@ -21,6 +21,8 @@ const char *siteName(Site site) {
     return "submit-out-of-device-memory";
   case Site::HostRead:
     return "host-read";
+  case Site::WrongResult:
+    return "wrong-result";
   }
   return "unknown";
 }

@@ -1,11 +1,13 @@
 // FaultInjection.h - test-only fault sites: failures a test can make the runtime see on demand.
 //
 // Each site is one line at the place where the real failure would surface (an allocation, a
-// kernel compile, a queue submit, a host read). The sites are compiled into every build and are
-// inert until a test arms one (fault::ScopedFault): then the check is one relaxed atomic load.
-// The hot checks are inline and depend on nothing but <atomic> and <mutex>, so code below the
-// runtime in the layering (codegen's CpuCompiler, runtime/vulkan) can call them without linking
-// SinterRuntime; only the arming API and check() live in FaultInjection.cpp.
+// kernel compile, a queue submit, a host read; a fused kernel computing a wrong result, for
+// SINTER_CHECK_FUSION's tests). The sites are compiled into every build and are inert until a
+// test arms one (fault::ScopedFault, C++ only: libsinter.so does not export it, and no
+// environment variable arms a site): then the check is one relaxed atomic load. The hot checks
+// are inline and depend on nothing but <atomic> and <mutex>, so code below the runtime in the
+// layering (codegen's CpuCompiler, passes' FusionCompiler, runtime/vulkan) can call them without
+// linking SinterRuntime; only the arming API and check() live in FaultInjection.cpp.
 #ifndef SINTER_RUNTIME_FAULTINJECTION_H
 #define SINTER_RUNTIME_FAULTINJECTION_H
 
@@ -35,11 +37,15 @@ enum class Site : uint8_t {
   /// copy_from_device cannot read the bytes back to the host (Internal, at that call; the buffer
   /// keeps its contents and a retry may succeed).
   HostRead,
+  /// A fused kernel computes a wrong result: the fusion compiler (passes/FusionCompiler.cpp)
+  /// changes a float argument of one fused kernel's member before the backend compiles it
+  /// (passes::breakOneFusedKernel). Nothing fails; only SINTER_CHECK_FUSION notices.
+  WrongResult,
 };
-inline constexpr int kNumSites = 6;
+inline constexpr int kNumSites = 7;
 
 /// "allocate", "flush-allocate", "kernel-compile", "submit-device-lost",
-/// "submit-out-of-device-memory", "host-read".
+/// "submit-out-of-device-memory", "host-read", "wrong-result".
 const char *siteName(Site site);
 
 namespace detail {

@@ -305,8 +305,13 @@ absl::Status LazyBackend::flushLocked(const char *why, PlanReadback *readback, b
       onDevice = onDevice || slotDevice[i];
     }
     PlanArgs args{slotData, lookup->params, trace_.payloads, slotHandles_};
-    if (onDevice)
+    if (onDevice) {
       args.slotDevice = slotDevice;
+      args.readSlot = [this](uint32_t slot, absl::Span<uint8_t> out) -> absl::Status {
+        SINTER_RETURN_IF_ERROR(memory_->drain());
+        return memory_->read(slotHandles_[slot], out);
+      };
+    }
     args.readback = readback;
     args.mayFinishLater = overlap;
     kernels = lookup->plan->numKernels();

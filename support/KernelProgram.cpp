@@ -23,7 +23,7 @@ namespace {
 
 std::string describeEntry(const TraceEntry &e) {
   if (e.kind == TraceEntry::Kind::Upload)
-    return absl::StrCat("upload(slot ", e.uploadSlot, ", ", e.uploadBytes, " bytes)");
+    return absl::StrCat("upload(%", e.uploadSlot + 1, ", ", e.uploadBytes, " bytes)");
   return describeOp(e.op);
 }
 
@@ -33,8 +33,10 @@ public:
       : program_(std::move(program)), faultHook_(std::move(faultHook)) {}
 
   absl::Status run(const PlanArgs &args) override {
+    size_t launch = 0; // sinter-dump's kernel number: host copies are not counted
     for (size_t k = 0; k < program_.kernels.size(); ++k) {
       const Kernel &kernel = program_.kernels[k];
+      launch += k > 0 && !program_.kernels[k - 1].hostCopy;
       for (const KernelMember &member : kernel.ops) {
         const TraceEntry &entry = member.entry;
         if (entry.kind == TraceEntry::Kind::Upload) {
@@ -47,7 +49,7 @@ public:
           absl::Status fault = faultHook_(op);
           if (!fault.ok())
             return absl::Status(fault.code(),
-                                absl::StrCat("kernel #", k, " '", kernel.name, "' (",
+                                absl::StrCat("kernel ", launch, " '", kernel.name, "' (",
                                              describeOp(op), ") failed: ", fault.message()));
         }
         executeReference(op, [&](BufferHandle h) { return args.slotData[Trace::slotOf(h)]; });
@@ -66,16 +68,32 @@ private:
 
 } // namespace
 
-std::string KernelProgram::describe() const {
+std::vector<uint64_t> paramValues(const Trace &trace, const std::vector<IntSlot> &params) {
+  std::vector<uint64_t> values;
+  values.reserve(params.size());
+  for (const IntSlot &p : params)
+    values.push_back(p.entry < trace.entries.size() ? trace.entries[p.entry].op.ints[p.index] : 0);
+  return values;
+}
+
+std::string KernelProgram::describe(absl::Span<const uint64_t> params) const {
   std::string s;
-  for (size_t k = 0; k < kernels.size(); ++k) {
-    const Kernel &kernel = kernels[k];
-    absl::StrAppend(&s, kernel.hostCopy ? "host copy " : "kernel ", k, " ", kernel.name);
+  size_t launch = 0; // numbered as sinter-dump numbers them: host copies are not launches
+  for (const Kernel &kernel : kernels) {
+    if (kernel.hostCopy)
+      absl::StrAppend(&s, "host copy ", kernel.name);
+    else
+      absl::StrAppend(&s, "kernel ", launch++, " ", kernel.name);
     if (!kernel.patterns.empty())
       absl::StrAppend(&s, " [", absl::StrJoin(kernel.patterns, ", "), "]");
     absl::StrAppend(&s, ":");
-    for (const KernelMember &op : kernel.ops)
+    for (const KernelMember &op : kernel.ops) {
+      if (params.size() == numParams && op.entry.kind == TraceEntry::Kind::Op && numParams > 0) {
+        absl::StrAppend(&s, " ", describeOp(boundOp(op, params)), ";");
+        continue;
+      }
       absl::StrAppend(&s, " ", describeEntry(op.entry), ";");
+    }
     absl::StrAppend(&s, "\n");
   }
   return s;

@@ -56,9 +56,16 @@ struct KernelProgram {
 
   /// Kernel launches (host copies excluded): the figure the golden kernel counts pin.
   size_t numLaunches() const;
-  /// One line per kernel: "kernel 3 rms_norm+qmatmul [rmsnorm-qmatmul]: rms_norm(...), ...".
-  std::string describe() const;
+  /// One line per kernel: "kernel 3 rms_norm+qmatmul [rmsnorm-qmatmul]: rms_norm(...), ...",
+  /// kernels numbered as sinter-dump numbers them (host copies, "host copy upload: ...", not),
+  /// buffers as its trace slots %N (slot + 1).
+  /// With `params` (PlanArgs::params, or paramValues of the compiled trace) the members show the
+  /// values a run binds instead of the placeholders the program holds.
+  std::string describe(absl::Span<const uint64_t> params = {}) const;
 };
+
+/// The values the Plan parameters `params` have in `trace` (what its run binds).
+std::vector<uint64_t> paramValues(const Trace &trace, const std::vector<IntSlot> &params);
 
 /// Every trace entry as its own kernel, with `params` bound (sorted by entry, index).
 KernelProgram unfusedProgram(const Trace &trace, const std::vector<IntSlot> &params);

@@ -8,6 +8,7 @@
 #define SINTER_SUPPORT_PLAN_H
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +39,10 @@ struct PlanArgs {
   /// The buffer store's device reference of each slot (LazyBackend's BufferStore::deviceRef) when
   /// the bytes live in device memory; then slotData holds nulls. Empty for host memory.
   absl::Span<void *const> slotDevice = {};
+  /// Reads a slot's bytes from offset 0 wherever they live (the buffer store's read, after any
+  /// device work still running), for the plans that must see device memory on the host
+  /// (SINTER_CHECK_FUSION). Set by LazyBackend; null where only slotData is given.
+  std::function<absl::Status(uint32_t slot, absl::Span<uint8_t> out)> readSlot = nullptr;
   /// A read that follows the run (null: none); see PlanReadback.
   PlanReadback *readback = nullptr;
   /// The run may return before the device has finished (an overlapped flush,

@@ -61,3 +61,11 @@ if "llvmpipe" in listed:
 else:
     lit_config.note("no lavapipe device in `sinter-run --list-devices`: the tests that need it "
                     "(REQUIRES: lavapipe) are UNSUPPORTED")
+
+# `REQUIRES: graphviz`: tests that look at the .svg sinter-dump --dot makes with Graphviz `dot`.
+import shutil
+if shutil.which("dot"):
+    config.available_features.add("graphviz")
+else:
+    lit_config.note("Graphviz `dot` is not on PATH: the tests that need it (REQUIRES: graphviz) "
+                    "are UNSUPPORTED")

@@ -15,6 +15,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "codegen/CpuCompiler.h"
@@ -177,29 +178,19 @@ absl::StatusOr<Recorded> record(const DumpOptions &o) {
 
 // One block per kernel: its name, the patterns that formed it and its member ops. Integers that
 // are Plan parameters are marked `$N`; with a recorded trace they show this token's value.
-// The length of the shortest group of op kinds that `ops` repeats from start to end at least
-// twice (attention: one head's score, softmax, value), or ops.size() when there is none.
-size_t repeatedGroup(const std::vector<KernelMember> &ops) {
-  for (size_t len = 1; 2 * len <= ops.size(); ++len) {
-    if (ops.size() % len)
-      continue;
-    bool periodic = true;
-    for (size_t i = len; i < ops.size() && periodic; ++i)
-      periodic = ops[i].entry.op.kind == ops[i - len].entry.op.kind;
-    if (periodic)
-      return len;
-  }
-  return ops.size();
+// "213 calls -> 27 kernels (5 layers: ...)", the first line of the output and the picture's title.
+std::string summary(const KernelProgram &program, size_t calls, uint32_t layers) {
+  size_t launches = program.numLaunches();
+  std::string s = absl::StrCat(calls, " calls -> ", launches, " kernels");
+  if (layers)
+    absl::StrAppend(&s, absl::StrFormat(" (%u layers: %.2f kernels per layer, all kernels counted)",
+                                        layers, double(launches) / layers));
+  return s;
 }
 
 void printKernels(const KernelProgram &program, const Trace *recorded, size_t calls,
                   uint32_t layers, bool allMembers) {
-  size_t launches = program.numLaunches();
-  std::printf("%zu calls -> %zu kernels", calls, launches);
-  if (layers)
-    std::printf(" (%u layers: %.2f kernels per layer, all kernels counted)", layers,
-                double(launches) / layers);
-  std::printf("\n\n");
+  std::printf("%s\n\n", summary(program, calls, layers).c_str());
   size_t n = 0;
   for (const Kernel &k : program.kernels) {
     if (k.hostCopy) {
@@ -213,18 +204,8 @@ void printKernels(const KernelProgram &program, const Trace *recorded, size_t ca
     const size_t shown = allMembers ? k.ops.size() : repeatedGroup(k.ops);
     for (size_t j = 0; j < shown; ++j) {
       const KernelMember &m = k.ops[j];
-      OpCall op = m.entry.op;
-      if (recorded && m.traceEntry < recorded->entries.size() &&
-          recorded->entries[m.traceEntry].op.kind == op.kind)
-        for (int i = 0; i < 5; ++i)
-          if (m.paramOf[i] >= 0) // traceEntry is known for members with parameters
-            op.ints[i] = recorded->entries[m.traceEntry].op.ints[i];
-      std::string params;
-      for (int i = 0; i < 5; ++i)
-        if (m.paramOf[i] >= 0)
-          absl::StrAppend(&params, params.empty() ? "" : ", ", opInfo(op.kind).intNames[i], "=$",
-                          m.paramOf[i]);
-      std::printf("    %s%s\n", describeOp(op).c_str(),
+      const std::string params = paramNames(m);
+      std::printf("    %s%s\n", describeOp(stepValues(m, recorded)).c_str(),
                   params.empty() ? "" : absl::StrCat("   {params: ", params, "}").c_str());
     }
     if (shown < k.ops.size())
@@ -307,7 +288,9 @@ absl::Status run(const DumpOptions &o) {
   if (o.assembly)
     SINTER_RETURN_IF_ERROR(printCpuCode(program, /*assembly=*/true));
   if (!o.dotPrefix.empty())
-    writeDotAndSvg(program, o.dotPrefix);
+    writeDotAndSvg(
+        program, o.dotPrefix,
+        DotOptions{haveTrace ? &rec.trace : nullptr, layers, summary(program, calls, layers)});
   return absl::OkStatus();
 }
 

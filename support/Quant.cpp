@@ -385,10 +385,12 @@ float fitScaleMin(int n, int nmax, const float *x, const float *weights, uint8_t
   return scale;
 }
 
-// Q4_K: eight 32-weight sub-blocks, each fitted with a scale and a min (weights av|x| + |x|),
-// both then quantized to 6 bits against the block's largest scale and min, then the 4-bit
-// levels recomputed from the stored (rounded) scales.
-void quantQ4_K(const float *x, uint8_t *b) {
+// Q4_K and Q5_K: eight 32-weight sub-blocks, each fitted with a scale and a min (weights
+// av|x| + |x|), both then quantized to 6 bits against the block's largest scale and min, then the
+// 4- or 5-bit levels recomputed from the stored (rounded) scales. Q5_K keeps the fifth bit of
+// weight w in bit w/32 of qh[w%32].
+void quantQ45K(const float *x, uint8_t *b, bool fiveBit) {
+  const int nmax = fiveBit ? 31 : 15;
   uint8_t levels[kQKK];
   float scales[8], mins[8], weights[kQK];
   float maxScale = 0, maxMin = 0;
@@ -400,10 +402,13 @@ void quantQ4_K(const float *x, uint8_t *b) {
     float avX = std::sqrt(sumX2 / 32);
     for (int l = 0; l < 32; ++l)
       weights[l] = avX + std::fabs(xs[l]);
-    scales[j] = fitScaleMin(32, 15, xs, weights, levels + 32 * j, &mins[j], -1.0f, 0.1f, 20);
+    scales[j] =
+        fiveBit ? fitScaleMin(32, nmax, xs, weights, levels + 32 * j, &mins[j], -0.5f, 0.1f, 15)
+                : fitScaleMin(32, nmax, xs, weights, levels + 32 * j, &mins[j], -1.0f, 0.1f, 20);
     maxScale = std::max(maxScale, scales[j]);
     maxMin = std::max(maxMin, mins[j]);
   }
+  std::memset(b, 0, fiveBit ? 176 : 144);
   float invScale = maxScale > 0 ? 63.0f / maxScale : 0.0f;
   float invMin = maxMin > 0 ? 63.0f / maxMin : 0.0f;
   uint8_t *s = b + 4;
@@ -429,12 +434,51 @@ void quantQ4_K(const float *x, uint8_t *b) {
       continue;
     float dm = loadHalf(b + 2) * static_cast<float>(m);
     for (int l = 32 * j; l < 32 * j + 32; ++l)
-      levels[l] = uint8_t(std::clamp(nearestInt((x[l] + dm) / d), 0, 15));
+      levels[l] = uint8_t(std::clamp(nearestInt((x[l] + dm) / d), 0, nmax));
   }
-  uint8_t *qs = b + 16;
+  uint8_t *qh = b + 16, *qs = fiveBit ? b + 48 : b + 16;
   for (int w = 0; w < kQKK; w += 64)
     for (int l = 0; l < 32; ++l)
-      qs[w / 2 + l] = uint8_t(levels[w + l] | levels[w + l + 32] << 4);
+      qs[w / 2 + l] = uint8_t((levels[w + l] & 0xf) | (levels[w + l + 32] & 0xf) << 4);
+  for (int w = 0; fiveBit && w < kQKK; ++w)
+    qh[w % 32] |= uint8_t(((levels[w] >> 4) & 1) << (w / 32));
+}
+
+// Q2_K: sixteen 16-weight sub-blocks fitted with a scale and a min on levels 0..3 (weights |x|),
+// both quantized to 4 bits against the block's largest (d = max/15, dmin = maxMin/15), then the
+// levels recomputed from the stored scales.
+void quantQ2_K(const float *x, uint8_t *b) {
+  uint8_t levels[kQKK];
+  float scales[16], mins[16], weights[16];
+  float maxScale = 0, maxMin = 0;
+  for (int j = 0; j < 16; ++j) {
+    for (int l = 0; l < 16; ++l)
+      weights[l] = std::fabs(x[16 * j + l]);
+    scales[j] = fitScaleMin(16, 3, x + 16 * j, weights, levels + 16 * j, &mins[j], -0.5f, 0.1f, 15);
+    maxScale = std::max(maxScale, scales[j]);
+    maxMin = std::max(maxMin, mins[j]);
+  }
+  std::memset(b, 0, 84);
+  float invScale = maxScale > 0 ? 15.0f / maxScale : 0.0f;
+  float invMin = maxMin > 0 ? 15.0f / maxMin : 0.0f;
+  for (int j = 0; j < 16; ++j) {
+    int ls = std::clamp(nearestInt(invScale * scales[j]), 0, 15);
+    int lm = std::clamp(nearestInt(invMin * mins[j]), 0, 15);
+    b[j] = uint8_t(ls | lm << 4);
+  }
+  storeHalf(b + 80, maxScale / 15.0f);
+  storeHalf(b + 82, maxMin / 15.0f);
+  for (int j = 0; j < 16; ++j) {
+    float d = loadHalf(b + 80) * static_cast<float>(b[j] & 0xf);
+    if (d == 0)
+      continue;
+    float dm = loadHalf(b + 82) * static_cast<float>(b[j] >> 4);
+    for (int l = 16 * j; l < 16 * j + 16; ++l)
+      levels[l] = uint8_t(std::clamp(nearestInt((x[l] + dm) / d), 0, 3));
+  }
+  uint8_t *qs = b + 16;
+  for (int w = 0; w < kQKK; ++w)
+    qs[32 * (w / 128) + w % 32] |= uint8_t(levels[w] << (2 * (w % 128 / 32)));
 }
 
 // A symmetric scale for n weights on levels -nmax..nmax-1 (ggml's make_qx_quants, weighting by
@@ -512,6 +556,43 @@ void quantQ6_K(const float *x, uint8_t *b) {
   }
 }
 
+// Q3_K: sixteen 16-weight sub-blocks with a symmetric fit on levels -4..3; the scales are
+// quantized to 6 bits signed against the largest (d = max / -32), stored offset by 32, and the
+// levels recomputed from them. Level+4 goes to the crumbs (low 2 bits) and hmask (bit 2).
+void quantQ3_K(const float *x, uint8_t *b) {
+  int8_t levels[kQKK];
+  float scales[16];
+  float maxScale = 0, maxAbsScale = 0;
+  for (int j = 0; j < 16; ++j) {
+    scales[j] = fitSymmetricScale(16, 4, x + 16 * j, levels + 16 * j);
+    if (std::fabs(scales[j]) > maxAbsScale) {
+      maxAbsScale = std::fabs(scales[j]);
+      maxScale = scales[j];
+    }
+  }
+  std::memset(b, 0, 110);
+  uint8_t *hmask = b, *qs = b + 32, *sc = b + 96;
+  int stored[16];
+  float iscale = maxAbsScale >= 1e-15f ? -32.0f / maxScale : 0.0f;
+  for (int j = 0; j < 16; ++j)
+    stored[j] = std::clamp(nearestInt(iscale * scales[j]), -32, 31) + 32;
+  for (int j = 0; j < 16; ++j) {
+    sc[j % 8] |= uint8_t((stored[j] & 0xf) << (j < 8 ? 0 : 4));
+    sc[8 + j % 4] |= uint8_t((stored[j] >> 4) << (2 * (j / 4)));
+  }
+  storeHalf(b + 108, iscale != 0 ? 1 / iscale : 0.0f);
+  for (int j = 0; j < 16; ++j) {
+    float d = loadHalf(b + 108) * static_cast<float>(q3kScale(sc, j) - 32);
+    for (int l = 16 * j; l < 16 * j + 16; ++l)
+      levels[l] = d == 0 ? 4 : int8_t(std::clamp(nearestInt(x[l] / d), -4, 3) + 4);
+  }
+  for (int w = 0; w < kQKK; ++w) {
+    int q = levels[w];
+    qs[32 * (w / 128) + w % 32] |= uint8_t((q & 3) << (2 * (w % 128 / 32)));
+    hmask[w % 32] |= uint8_t(((q >> 2) & 1) << (w / 32));
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Rows: one table of formats
 //===----------------------------------------------------------------------===//
@@ -532,6 +613,8 @@ void quantQ4_1(const float *x, uint8_t *b) { quantAffine(x, b, 4); }
 void quantQ5_1(const float *x, uint8_t *b) { quantAffine(x, b, 5); }
 void dequantQ4_K(const uint8_t *b, float *y) { dequantQ45K(b, y, /*fiveBit=*/false); }
 void dequantQ5_K(const uint8_t *b, float *y) { dequantQ45K(b, y, /*fiveBit=*/true); }
+void quantQ4_K(const float *x, uint8_t *b) { quantQ45K(x, b, /*fiveBit=*/false); }
+void quantQ5_K(const float *x, uint8_t *b) { quantQ45K(x, b, /*fiveBit=*/true); }
 
 // One block's worth of each direction; quant is null where quantizeRow cannot write the format.
 struct Codec {
@@ -545,8 +628,8 @@ constexpr Codec kCodecs[] = {
     {DType::BF16, dequantBF16, quantBF16}, {DType::Q4_0, dequantQ4_0, quantQ4_0},
     {DType::Q4_1, dequantQ4_1, quantQ4_1}, {DType::Q5_0, dequantQ5_0, quantQ5_0},
     {DType::Q5_1, dequantQ5_1, quantQ5_1}, {DType::Q8_0, dequantQ8_0, quantQ8_0},
-    {DType::Q2_K, dequantQ2_K, nullptr},   {DType::Q3_K, dequantQ3_K, nullptr},
-    {DType::Q4_K, dequantQ4_K, quantQ4_K}, {DType::Q5_K, dequantQ5_K, nullptr},
+    {DType::Q2_K, dequantQ2_K, quantQ2_K}, {DType::Q3_K, dequantQ3_K, quantQ3_K},
+    {DType::Q4_K, dequantQ4_K, quantQ4_K}, {DType::Q5_K, dequantQ5_K, quantQ5_K},
     {DType::Q6_K, dequantQ6_K, quantQ6_K},
 };
 

@@ -26,8 +26,8 @@ uint16_t floatToBf16(float f);
 /// `dst`. The caller has validated both (checkWeightDType, the block multiple).
 void dequantizeRow(DType dtype, const uint8_t *src, float *dst, uint64_t nWeights);
 
-/// True for the formats quantizeRow can write: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
-/// Q4_K, Q6_K.
+/// True for the formats quantizeRow can write: every Supported weight format (F32, F16, BF16,
+/// Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K).
 bool canQuantize(DType dtype);
 
 /// Quantizes `nWeights` floats (a whole number of blocks) into `dst` (rowBytes(...) bytes).

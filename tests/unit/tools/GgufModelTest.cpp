@@ -62,7 +62,8 @@ TEST_P(GgufModelRoundTrip, LoadsBackBitIdentically) {
 INSTANTIATE_TEST_SUITE_P(EveryWritableDType, GgufModelRoundTrip,
                          ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q4_0,
                                            DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
-                                           DType::Q4_K, DType::Q6_K),
+                                           DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K,
+                                           DType::Q6_K),
                          [](const auto &info) { return dtypeName(info.param); });
 
 TEST(GgufModel, WritesAndLoadsAFile) {
@@ -84,18 +85,38 @@ TEST(GgufModel, WritesAndLoadsAFile) {
   std::remove(path.c_str());
 }
 
-TEST(GgufModel, LoadsTheOtherSupportedWeightFormats) {
-  // Q2_K, Q3_K and Q5_K cannot be written by quantizeRow; raw blocks still load and pass through.
-  for (DType dtype : {DType::Q2_K, DType::Q3_K, DType::Q5_K}) {
-    ModelWeights w = micro(DType::F32);
-    WeightTensor &wq = w.layers[0].wq;
-    wq.dtype = dtype;
-    wq.data.assign(wq.rows * wq.rowBytes(), 0x11);
-    absl::StatusOr<std::vector<uint8_t>> bytes = serializeGguf(ggufFromModel(w, "m"));
-    ASSERT_TRUE(bytes.ok());
-    absl::StatusOr<ModelWeights> back = modelFromGguf(*parseGguf(*bytes));
+// Every weight format, written by the GGUF writer from f32 weights and read back: the blocks
+// come back byte for byte, and their values are the f32 weights within the format's error.
+TEST(GgufModel, EveryFormatRoundTripsThroughAFile) {
+  const ModelWeights f32 = micro(DType::F32);
+  // Normalized squared error of uniform weights; QuantTest bounds it tightly per format.
+  const std::pair<DType, double> cases[] = {
+      {DType::F16, 1e-6},  {DType::BF16, 1e-4}, {DType::Q8_0, 1e-4}, {DType::Q6_K, 1e-3},
+      {DType::Q5_1, 3e-3}, {DType::Q5_0, 3e-3}, {DType::Q5_K, 3e-3}, {DType::Q4_1, 1e-2},
+      {DType::Q4_0, 1e-2}, {DType::Q4_K, 1e-2}, {DType::Q3_K, 4e-2}, {DType::Q2_K, 1.2e-1}};
+  for (const auto &[dtype, bound] : cases) {
+    ModelWeights w = f32;
+    ASSERT_TRUE(quantizeMatrices(w, dtype, nullptr).ok()) << dtypeName(dtype);
+    ASSERT_EQ(w.layers[0].wq.dtype, dtype);
+    const std::string path = ::testing::TempDir() + "/micro_" + dtypeName(dtype) + "_" +
+                             std::to_string(getpid()) + ".gguf";
+    ASSERT_TRUE(writeGguf(ggufFromModel(w, "micro"), path).ok());
+    absl::StatusOr<ModelWeights> back = loadGguf(path);
+    std::remove(path.c_str());
     ASSERT_TRUE(back.ok()) << dtypeName(dtype) << ": " << back.status();
-    EXPECT_TRUE(back->layers[0].wq == wq);
+    expectSameWeights(w, *back);
+    const WeightTensor &t = back->layers[1].up;
+    ASSERT_EQ(t.dtype, dtype);
+    EXPECT_EQ(t.data.size(),
+              t.rows * t.cols / dtypeInfo(dtype).blockSize * dtypeInfo(dtype).bytesPerBlock);
+    std::vector<float> got = *dequantizeTensor(t), want = *dequantizeTensor(f32.layers[1].up);
+    double err = 0, ref = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      err += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+      ref += double(want[i]) * want[i];
+    }
+    EXPECT_LE(err / ref, bound) << dtypeName(dtype);
+    EXPECT_GT(err / ref, dtype == DType::F32 ? -1.0 : 0.0) << dtypeName(dtype);
   }
 }
 

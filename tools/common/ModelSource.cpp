@@ -32,7 +32,9 @@ absl::StatusOr<LoadedModel> loadModel(const ModelSource &source) {
   LoadedModel m;
   if (!source.synthetic.empty()) {
     model::SyntheticOptions so;
-    so.dtype = source.dtype.value_or(DType::F32);
+    const model::WeightFormat format = source.dtype.value_or(model::WeightFormat{});
+    so.dtype = format.dtype;
+    so.mix = format.mix;
     so.seed = source.seed;
     SINTER_ASSIGN_OR_RETURN(m.weights, model::generatePreset(source.synthetic, so, &m.kept));
     m.description = absl::StrFormat("synthetic %s (seed %u)", source.synthetic, source.seed);
@@ -48,7 +50,9 @@ absl::StatusOr<LoadedModel> loadModel(const ModelSource &source) {
   m.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   for (const model::NamedTensor &nt : model::namedTensors(m.weights))
     m.bytes += nt.tensor->data.size();
-  const std::string dtype = dtypeName(m.weights.layers[0].wq.dtype);
+  const std::string dtype = source.dtype && source.dtype->mix != model::WeightMix::None
+                                ? model::weightFormatName(*source.dtype)
+                                : dtypeName(m.weights.layers[0].wq.dtype);
   absl::StrAppend(&m.shortName, " ", dtype);
   absl::StrAppendFormat(&m.description, ": %s; matrices %s, %.1f MB",
                         model::describeConfig(m.weights.config), dtype, m.bytes / 1e6);

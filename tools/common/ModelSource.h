@@ -16,10 +16,11 @@ namespace sinter::tools {
 
 /// Where the model comes from.
 struct ModelSource {
-  std::string path;           ///< --model
-  std::string synthetic;      ///< --synthetic
-  std::optional<DType> dtype; ///< --dtype: of a synthetic model (default f32), or to requantize to
-  uint64_t seed = 1;          ///< --seed (synthetic weights)
+  std::string path;      ///< --model
+  std::string synthetic; ///< --synthetic
+  /// --dtype: of a synthetic model (default f32), or to requantize to; a dtype or a mix (q4_k_m)
+  std::optional<model::WeightFormat> dtype;
+  uint64_t seed = 1; ///< --seed (synthetic weights)
 };
 
 /// InvalidArgument unless exactly one of path and synthetic is given, and a synthetic preset is

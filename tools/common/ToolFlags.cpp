@@ -61,14 +61,16 @@ std::vector<Flag<ModelSource>> modelFlags() {
        }},
       {"--dtype", "DTYPE",
        "weight format: of a synthetic model (default f32), or to requantize the matrices of a "
-       "loaded model to (e.g. q8_0, q4_0); matrices whose rows are not whole blocks stay as they "
-       "are",
+       "loaded model to (e.g. q8_0, q4_0, q5_k), or a per-tensor mix as llama.cpp makes them "
+       "(q4_k_m, q5_k_m: Q6_K for the classifier and some attn_v/ffn_down); matrices whose rows "
+       "are not whole blocks stay as they are (a mix falls back to q5_0/q5_1/q8_0, then f32)",
        [](O &o, V v) {
-         DType d;
-         if (!parseDType(v, &d))
+         model::WeightFormat f;
+         if (!model::parseWeightFormat(v, &f))
            return badValue("--dtype", v,
-                           "is not a dtype name (f32, f16, bf16, q4_0, q8_0, q4_k, ...)");
-         o.dtype = d;
+                           "is not a dtype name (f32, f16, bf16, q4_0, q8_0, q4_k, ...) or a mix "
+                           "(q4_k_m, q5_k_m)");
+         o.dtype = f;
          return S();
        }},
       {"--seed", "N", "seed of the synthetic weights (default 1)",

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "sinter/Status.h"
@@ -177,6 +179,107 @@ absl::Status quantizeMatrices(ModelWeights &w, DType dtype, std::vector<std::str
   }
   if (!w.sharedClassifier())
     SINTER_RETURN_IF_ERROR(requant(w.output, "output.weight"));
+  return absl::OkStatus();
+}
+
+bool parseWeightFormat(std::string_view name, WeightFormat *out) {
+  const std::string lower = absl::AsciiStrToLower(std::string(name));
+  if (lower == "q4_k_m" || lower == "q5_k_m") {
+    *out = lower == "q4_k_m" ? WeightFormat{DType::Q4_K, WeightMix::Q4_K_M}
+                             : WeightFormat{DType::Q5_K, WeightMix::Q5_K_M};
+    return true;
+  }
+  DType d;
+  if (!parseDType(name, &d))
+    return false;
+  *out = WeightFormat{d, WeightMix::None};
+  return true;
+}
+
+std::string weightFormatName(const WeightFormat &format) {
+  switch (format.mix) {
+  case WeightMix::Q4_K_M:
+    return "q4_k_m";
+  case WeightMix::Q5_K_M:
+    return "q5_k_m";
+  case WeightMix::None:
+    break;
+  }
+  return dtypeName(format.dtype);
+}
+
+bool moreBits(uint32_t layer, uint32_t nLayers) {
+  const uint32_t eighth = nLayers / 8;
+  return layer < eighth || layer >= 7 * nLayers / 8 || (layer - eighth) % 3 == 2;
+}
+
+namespace {
+
+// The layer number of "blk.N.<rest>", with <rest> in *rest; false for other names.
+bool layerOf(std::string_view name, uint32_t *layer, std::string_view *rest) {
+  const std::string_view prefix = "blk.";
+  if (name.substr(0, prefix.size()) != prefix)
+    return false;
+  name.remove_prefix(prefix.size());
+  const size_t dot = name.find('.');
+  if (dot == std::string_view::npos || dot == 0 ||
+      !absl::SimpleAtoi(std::string(name.substr(0, dot)), layer))
+    return false;
+  *rest = name.substr(dot + 1);
+  return true;
+}
+
+// llama.cpp's substitute for a K-quant whose 256-weight blocks do not fit a row.
+DType legacyFallback(DType dtype) {
+  switch (dtype) {
+  case DType::Q4_K:
+    return DType::Q5_0;
+  case DType::Q5_K:
+    return DType::Q5_1;
+  case DType::Q6_K:
+    return DType::Q8_0;
+  default:
+    return dtype;
+  }
+}
+
+} // namespace
+
+DType tensorFormat(const WeightFormat &format, std::string_view name, uint32_t nLayers,
+                   uint64_t cols, bool sharedClassifier) {
+  if (name.find("norm") != std::string_view::npos)
+    return DType::F32;
+  DType d = format.dtype;
+  if (format.mix != WeightMix::None) {
+    uint32_t layer;
+    std::string_view rest;
+    const bool classifier =
+        name == "output.weight" || (sharedClassifier && name == "token_embd.weight");
+    const bool sensitive = layerOf(name, &layer, &rest) &&
+                           (rest == "attn_v.weight" || rest == "ffn_down.weight") &&
+                           moreBits(layer, nLayers);
+    if (classifier || sensitive)
+      d = DType::Q6_K;
+    if (cols % dtypeInfo(d).blockSize != 0)
+      d = legacyFallback(d);
+  }
+  return cols % dtypeInfo(d).blockSize == 0 ? d : DType::F32;
+}
+
+absl::Status quantizeMatrices(ModelWeights &w, const WeightFormat &format,
+                              std::vector<std::string> *kept) {
+  if (format.mix == WeightMix::None)
+    return quantizeMatrices(w, format.dtype, kept);
+  for (const NamedTensor &nt : namedTensors(w)) {
+    if (nt.name.find("norm") != std::string::npos)
+      continue;
+    // namedTensors hands out const pointers to `w`'s own tensors, which are not const here.
+    WeightTensor &t = const_cast<WeightTensor &>(*nt.tensor);
+    const DType d = tensorFormat(format, nt.name, w.config.nLayers, t.cols, w.sharedClassifier());
+    if (d == DType::F32 && kept)
+      kept->push_back(nt.name);
+    SINTER_ASSIGN_OR_RETURN(t, quantizeTensor(t, d));
+  }
   return absl::OkStatus();
 }
 

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -74,6 +75,43 @@ absl::Status validateWeights(const ModelWeights &weights);
 /// Requantizes every matrix (not norms, not the token embedding) to `dtype`; a matrix whose row
 /// length is not a whole number of blocks keeps its format and its name is appended to `kept`.
 absl::Status quantizeMatrices(ModelWeights &weights, DType dtype, std::vector<std::string> *kept);
+
+/// How the matrices of a model are formatted: all in one dtype, or a llama.cpp-style mix that
+/// gives a few sensitive tensors more bits.
+enum class WeightMix {
+  None,   ///< every matrix in the base dtype
+  Q4_K_M, ///< Q4_K; Q6_K for the classifier and for attn_v/ffn_down of the layers moreBits picks
+  Q5_K_M, ///< Q5_K likewise, with Q6_K for the same tensors
+};
+
+/// A --dtype value: a dtype name (q8_0, q4_k, ...) or a mix name (q4_k_m, q5_k_m).
+struct WeightFormat {
+  DType dtype = DType::F32; ///< the base format (Q4_K for q4_k_m, Q5_K for q5_k_m)
+  WeightMix mix = WeightMix::None;
+};
+
+/// Parses a dtype name or a mix name (case-insensitive); false when it is neither.
+bool parseWeightFormat(std::string_view name, WeightFormat *out);
+/// "q4_k_m", "q5_k_m", or the dtype's name (dtypeName).
+std::string weightFormatName(const WeightFormat &format);
+
+/// Whether layer `layer` of `nLayers` gets the more precise format in a mix (as llama.cpp's
+/// quantizer picks it): the first and last eighth of the layers, and every third layer between.
+bool moreBits(uint32_t layer, uint32_t nLayers);
+
+/// The format a tensor named as namedTensors names it (`blk.N.attn_v.weight`, `output.weight`,
+/// ...) gets under `format` in a model of `nLayers` layers, its rows `cols` weights long;
+/// `sharedClassifier`: the token embedding is also the classifier. Norms are F32. Where the rows
+/// are not whole 256-weight blocks a mix falls back as llama.cpp does (Q4_K to Q5_0, Q5_K to
+/// Q5_1, Q6_K to Q8_0); a format whose blocks still do not fit gives F32.
+DType tensorFormat(const WeightFormat &format, std::string_view name, uint32_t nLayers,
+                   uint64_t cols, bool sharedClassifier);
+
+/// Requantizes the matrices as tensorFormat assigns them. For WeightMix::None this is
+/// quantizeMatrices(weights, format.dtype, kept); a mix also requantizes the token embedding.
+/// Tensors that end up F32 without asking for it are appended to `kept`.
+absl::Status quantizeMatrices(ModelWeights &weights, const WeightFormat &format,
+                              std::vector<std::string> *kept);
 
 /// Bytes one decode step at position `pos` must read: every matrix and norm once, the classifier,
 /// one row of the token embedding, and the K and V caches (f32) of positions 0..pos. The

@@ -97,32 +97,31 @@ absl::StatusOr<ModelWeights> generateSynthetic(const ModelConfig &config, bool s
   if (!canQuantize(options.dtype))
     return absl::UnimplementedError(
         absl::StrCat("synthetic: cannot write ", dtypeName(options.dtype), " weights"));
-  const uint32_t block = dtypeInfo(options.dtype).blockSize;
+  const WeightFormat format{options.dtype, options.mix};
   ModelWeights w;
   w.config = config;
   w.layers.resize(config.nLayers);
   const uint64_t dim = config.dim, kv = config.kvDim(), hidden = config.hiddenDim;
-  auto shape = [&](WeightTensor &t, uint64_t rows, uint64_t cols, bool norm) {
+  auto shape = [&](WeightTensor &t, uint64_t rows, uint64_t cols) {
     t.rows = rows;
     t.cols = cols;
-    t.dtype = norm || cols % block != 0 ? DType::F32 : options.dtype;
-    t.data.resize(rows * t.rowBytes());
+    t.dtype = DType::F32; // the format is assigned by name below
   };
-  shape(w.tokenEmbedding, config.vocabSize, dim, false);
+  shape(w.tokenEmbedding, config.vocabSize, dim);
   for (LayerWeights &L : w.layers) {
-    shape(L.attnNorm, 1, dim, true);
-    shape(L.wq, dim, dim, false);
-    shape(L.wk, kv, dim, false);
-    shape(L.wv, kv, dim, false);
-    shape(L.wo, dim, dim, false);
-    shape(L.ffnNorm, 1, dim, true);
-    shape(L.gate, hidden, dim, false);
-    shape(L.up, hidden, dim, false);
-    shape(L.down, dim, hidden, false);
+    shape(L.attnNorm, 1, dim);
+    shape(L.wq, dim, dim);
+    shape(L.wk, kv, dim);
+    shape(L.wv, kv, dim);
+    shape(L.wo, dim, dim);
+    shape(L.ffnNorm, 1, dim);
+    shape(L.gate, hidden, dim);
+    shape(L.up, hidden, dim);
+    shape(L.down, dim, hidden);
   }
-  shape(w.outputNorm, 1, dim, true);
+  shape(w.outputNorm, 1, dim);
   if (!sharedClassifier)
-    shape(w.output, config.vocabSize, dim, false);
+    shape(w.output, config.vocabSize, dim);
 
   // One job per tensor, numbered in file order; uniform U(-a, a) has std a / sqrt(3).
   std::vector<Job> jobs;
@@ -131,7 +130,9 @@ absl::StatusOr<ModelWeights> generateSynthetic(const ModelConfig &config, bool s
     // namedTensors hands out const pointers; the tensors are `w`'s own, which is not const.
     WeightTensor *t = const_cast<WeightTensor *>(nt.tensor);
     const bool norm = nt.name.find("norm") != std::string::npos;
-    if (!norm && t->dtype != options.dtype && keptF32)
+    t->dtype = tensorFormat(format, nt.name, config.nLayers, t->cols, sharedClassifier);
+    t->data.resize(t->rows * t->rowBytes());
+    if (!norm && t->dtype == DType::F32 && options.dtype != DType::F32 && keptF32)
       keptF32->push_back(nt.name);
     const float scale = norm ? 0.1f : std::sqrt(3.0f / float(t->cols));
     jobs.push_back({t, id++, norm ? 1.0f : 0.0f, scale});

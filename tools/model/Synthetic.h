@@ -20,6 +20,8 @@ namespace sinter::model {
 /// How to generate.
 struct SyntheticOptions {
   DType dtype = DType::F32; ///< format of the matrices and the token embedding
+  /// A mix (WeightMix::Q4_K_M with dtype Q4_K, ...) assigns formats per tensor (tensorFormat).
+  WeightMix mix = WeightMix::None;
   uint64_t seed = 1;
   unsigned threads = 0;  ///< 0: one per hardware thread
   bool withVocab = true; ///< a made-up vocabulary "<unk>", "<s>", "</s>", "▁w3", "▁w4", ...

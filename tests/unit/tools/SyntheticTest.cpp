@@ -91,11 +91,11 @@ TEST(Synthetic, KeepsF32WhereRowsAreNotWholeBlocks) {
 
 TEST(Synthetic, RejectsAFormatItCannotWrite) {
   SyntheticOptions o;
-  o.dtype = DType::Q2_K;
+  o.dtype = DType::Q8_K;
   absl::StatusOr<ModelWeights> w = generatePreset("nano", o);
   ASSERT_FALSE(w.ok());
   EXPECT_EQ(w.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(std::string(w.status().message()), HasSubstr("Q2_K"));
+  EXPECT_THAT(std::string(w.status().message()), HasSubstr("Q8_K"));
 }
 
 TEST(Synthetic, RejectsAnUnknownPreset) {
@@ -140,6 +140,78 @@ TEST(ModelConfig, ValidateNamesTheField) {
   c.nHeads = 32; // head size 32 / 32 = 1
   c.nKvHeads = 32;
   EXPECT_THAT(std::string(validateConfig(c).message()), HasSubstr("head size 1 is odd"));
+}
+
+// Which tensor gets which format in the llama.cpp-style mixes.
+TEST(WeightMix, AssignsFormatsPerTensor) {
+  WeightFormat f;
+  ASSERT_TRUE(parseWeightFormat("q4_k_m", &f));
+  EXPECT_EQ(f.dtype, DType::Q4_K);
+  EXPECT_EQ(f.mix, WeightMix::Q4_K_M);
+  EXPECT_EQ(weightFormatName(f), "q4_k_m");
+  // 32 layers (llama-7b): the first and last 4, and 6, 9, ..., 27 between, get more bits.
+  std::vector<uint32_t> more;
+  for (uint32_t l = 0; l < 32; ++l)
+    if (moreBits(l, 32))
+      more.push_back(l);
+  EXPECT_EQ(more,
+            (std::vector<uint32_t>{0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 28, 29, 30, 31}));
+  const uint64_t cols = 4096;
+  EXPECT_EQ(tensorFormat(f, "blk.0.attn_v.weight", 32, cols, false), DType::Q6_K);
+  EXPECT_EQ(tensorFormat(f, "blk.5.attn_v.weight", 32, cols, false), DType::Q4_K);
+  EXPECT_EQ(tensorFormat(f, "blk.6.ffn_down.weight", 32, 11008 + 256, false), DType::Q6_K);
+  EXPECT_EQ(tensorFormat(f, "blk.7.ffn_down.weight", 32, cols, false), DType::Q4_K);
+  EXPECT_EQ(tensorFormat(f, "blk.0.attn_q.weight", 32, cols, false), DType::Q4_K);
+  EXPECT_EQ(tensorFormat(f, "blk.0.ffn_up.weight", 32, cols, false), DType::Q4_K);
+  EXPECT_EQ(tensorFormat(f, "blk.0.attn_norm.weight", 32, cols, false), DType::F32);
+  EXPECT_EQ(tensorFormat(f, "output.weight", 32, cols, false), DType::Q6_K);
+  EXPECT_EQ(tensorFormat(f, "token_embd.weight", 32, cols, false), DType::Q4_K);
+  EXPECT_EQ(tensorFormat(f, "token_embd.weight", 32, cols, true), DType::Q6_K); // the classifier
+  // Rows that are not whole 256-weight blocks fall back to 32-weight formats, then to F32.
+  EXPECT_EQ(tensorFormat(f, "blk.5.attn_q.weight", 32, 64, false), DType::Q5_0);
+  EXPECT_EQ(tensorFormat(f, "blk.0.attn_v.weight", 32, 64, false), DType::Q8_0);
+  EXPECT_EQ(tensorFormat(f, "blk.0.ffn_down.weight", 32, 172, false), DType::F32);
+
+  ASSERT_TRUE(parseWeightFormat("Q5_K_M", &f));
+  EXPECT_EQ(f.dtype, DType::Q5_K);
+  EXPECT_EQ(tensorFormat(f, "blk.5.attn_k.weight", 32, cols, false), DType::Q5_K);
+  EXPECT_EQ(tensorFormat(f, "blk.31.attn_v.weight", 32, cols, false), DType::Q6_K);
+  EXPECT_EQ(tensorFormat(f, "blk.5.attn_q.weight", 32, 64, false), DType::Q5_1);
+  // A plain dtype is no mix: every matrix in it.
+  ASSERT_TRUE(parseWeightFormat("q8_0", &f));
+  EXPECT_EQ(f.mix, WeightMix::None);
+  EXPECT_EQ(tensorFormat(f, "output.weight", 32, cols, false), DType::Q8_0);
+  EXPECT_FALSE(parseWeightFormat("q4_k_s", &f));
+}
+
+// The generator and the requantizer both follow tensorFormat.
+TEST(WeightMix, SyntheticAndRequantizedModelsFollowTheAssignment) {
+  SyntheticOptions o;
+  o.dtype = DType::Q4_K;
+  o.mix = WeightMix::Q4_K_M;
+  absl::StatusOr<ModelWeights> w = generatePreset("micro", o); // 2 layers: layer 1 gets more
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(w->layers[0].wq.dtype, DType::Q4_K);
+  EXPECT_EQ(w->layers[0].wv.dtype, DType::Q4_K);
+  EXPECT_EQ(w->layers[0].down.dtype, DType::Q4_K);
+  EXPECT_EQ(w->layers[1].wk.dtype, DType::Q4_K);
+  EXPECT_EQ(w->layers[1].wv.dtype, DType::Q6_K);
+  EXPECT_EQ(w->layers[1].down.dtype, DType::Q6_K);
+  EXPECT_EQ(w->output.dtype, DType::Q6_K);
+  EXPECT_EQ(w->tokenEmbedding.dtype, DType::Q4_K);
+  EXPECT_EQ(w->outputNorm.dtype, DType::F32);
+  EXPECT_TRUE(validateWeights(*w).ok());
+
+  ModelWeights f32 = generate("micro", DType::F32, 1, 1);
+  std::vector<std::string> kept;
+  ASSERT_TRUE(quantizeMatrices(f32, WeightFormat{DType::Q5_K, WeightMix::Q5_K_M}, &kept).ok());
+  EXPECT_TRUE(kept.empty());
+  for (const NamedTensor &nt : namedTensors(f32))
+    EXPECT_EQ(nt.tensor->dtype,
+              tensorFormat({DType::Q5_K, WeightMix::Q5_K_M}, nt.name, 2, nt.tensor->cols, false))
+        << nt.name;
+  EXPECT_EQ(f32.layers[0].up.dtype, DType::Q5_K);
+  EXPECT_EQ(f32.layers[1].down.dtype, DType::Q6_K);
 }
 
 } // namespace

@@ -125,11 +125,15 @@ TEST(ModelSourceTest, ExactlyOneSourceAndAKnownPreset) {
   s.synthetic = "giant";
   EXPECT_THAT(checkModelSource(s).message(),
               HasSubstr("--synthetic: 'giant' is no preset; valid: stories260K,"));
-  absl::StatusOr<LoadedModel> m = loadModel({"", "nano", DType::Q8_0, 3});
+  absl::StatusOr<LoadedModel> m = loadModel({"", "nano", model::WeightFormat{DType::Q8_0}, 3});
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->shortName, "nano Q8_0");
   EXPECT_THAT(m->description, HasSubstr("synthetic nano (seed 3): dim 32"));
   EXPECT_GT(m->bytes, 0u);
+  const model::WeightFormat mix{DType::Q4_K, model::WeightMix::Q4_K_M};
+  m = loadModel({"", "nano", mix, 3});
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->shortName, "nano q4_k_m");
 }
 
 struct Opts {
@@ -155,7 +159,14 @@ TEST(ToolFlagsTest, SharedFlagsParseIntoTheirPart) {
                     o)
                   .ok());
   EXPECT_EQ(o.model.synthetic, "micro");
-  EXPECT_EQ(o.model.dtype, DType::Q4_0);
+  ASSERT_TRUE(o.model.dtype.has_value());
+  EXPECT_EQ(o.model.dtype->dtype, DType::Q4_0);
+  EXPECT_EQ(o.model.dtype->mix, model::WeightMix::None);
+  Opts mixed;
+  ASSERT_TRUE(parse({"--synthetic=micro", "--dtype", "Q5_K_M"}, mixed).ok());
+  EXPECT_EQ(mixed.model.dtype->dtype, DType::Q5_K);
+  EXPECT_EQ(mixed.model.dtype->mix, model::WeightMix::Q5_K_M);
+  EXPECT_FALSE(parse({"--synthetic=micro", "--dtype", "q4_k_s"}, mixed).ok());
   EXPECT_EQ(o.backend.kind, "cpu");
   EXPECT_FALSE(o.backend.fusion);
   EXPECT_EQ(o.n, 12u);

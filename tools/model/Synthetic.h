@@ -32,8 +32,9 @@ struct SyntheticOptions {
 
 /// A model of shape `config`. Matrices are uniform with standard deviation 1/sqrt(row length)
 /// (the token embedding 1/sqrt(dim)), norm weights 1 + U(-0.1, 0.1); all drawn as f32 and then
-/// quantized. A matrix whose row length is not a whole number of `dtype` blocks stays F32 and its
-/// name is appended to `keptF32` (when given). InvalidArgument for an unusable shape,
+/// quantized, each tensor to tensorFormat({dtype, mix}, ...). A matrix whose row length is not a
+/// whole number of `dtype` blocks (for a mix: of its fallback's either) stays F32 and its name is
+/// appended to `keptF32` (when given). InvalidArgument for an unusable shape,
 /// Unimplemented for a dtype quantizeRow cannot write.
 absl::StatusOr<ModelWeights> generateSynthetic(const ModelConfig &config, bool sharedClassifier,
                                                const SyntheticOptions &options,

@@ -98,6 +98,7 @@ absl::StatusOr<std::vector<PhysicalDeviceInfo>> describePhysicalDevices(VkInstan
     vkGetPhysicalDeviceMemoryProperties(handles[i], &memory);
     PhysicalDeviceInfo &d = devices[i];
     d.index = i;
+    d.handle = handles[i];
     d.name = props.deviceName;
     d.type = props.deviceType;
     for (uint32_t h = 0; h < memory.memoryHeapCount; ++h)

@@ -19,6 +19,7 @@ namespace sinter::runtime::vulkan {
 /// One physical device as Vulkan reports it.
 struct PhysicalDeviceInfo {
   uint32_t index = 0; ///< Vulkan's enumeration index (the numbers SINTER_VK_DEVICE takes)
+  VkPhysicalDevice handle = VK_NULL_HANDLE; ///< valid while the instance that listed it lives
   std::string name;
   VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
   /// Bytes of the device-local memory heaps.

@@ -264,19 +264,13 @@ absl::Status VulkanDevice::createInstance(bool validation, bool syncValidation) 
 }
 
 absl::Status VulkanDevice::pickPhysicalDevice(const std::string &selector) {
-  uint32_t n = 0;
-  SINTER_RETURN_IF_ERROR(
-      vkStatus(vkEnumeratePhysicalDevices(instance_, &n, nullptr), "vkEnumeratePhysicalDevices"));
-  std::vector<VkPhysicalDevice> handles(n);
-  SINTER_RETURN_IF_ERROR(vkStatus(vkEnumeratePhysicalDevices(instance_, &n, handles.data()),
-                                  "vkEnumeratePhysicalDevices"));
   SINTER_ASSIGN_OR_RETURN(std::vector<PhysicalDeviceInfo> devices,
                           describePhysicalDevices(instance_));
   for (const PhysicalDeviceInfo &d : devices)
     deviceNames_.push_back(d.name);
   SINTER_ASSIGN_OR_RETURN(size_t chosen,
                           selectPhysicalDevice(devices, selector, selectorSource_.c_str()));
-  physical_ = handles[devices[chosen].index];
+  physical_ = devices[chosen].handle;
   return absl::OkStatus();
 }
 
